@@ -1,0 +1,183 @@
+"""concat_examples: a list of examples to stacked (and padded) arrays."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from dataset_kit.batch import ExampleBatch
+
+
+def to_device(device: Any, x: Any) -> Any:
+    """Send ``x`` to ``device``; the seam where device support plugs in.
+
+    Only the host is supported today: ``device`` must be ``None``, ``-1`` or
+    ``"cpu"`` (or ``"@numpy"``), and ``x`` is returned unchanged.
+
+    Args:
+        device: the target device.
+        x: an array, or a tuple/dict of arrays.
+
+    Returns:
+        ``x`` on the device.
+
+    Raises:
+        ValueError: if ``device`` names a device that is not supported.
+    """
+    if device is None or (isinstance(device, str) and device in ("cpu", "@numpy")):
+        return x
+    if isinstance(device, int) and not isinstance(device, bool) and device < 0:
+        return x
+    raise ValueError(
+        f"device {device!r} is not supported; dataset_kit converts to host numpy arrays "
+        f"only (device=None, -1 or 'cpu')"
+    )
+
+
+def concat_examples(batch: Sequence[Any], device: Any = None, padding: Any = None) -> Any:
+    """Stack a batch of examples into arrays, padding ragged shapes if asked.
+
+    * examples that are tuples give a tuple of arrays, one per element;
+    * examples that are dicts give a dict of arrays, one per key;
+    * examples that are arrays or scalars give one array.
+
+    Each output array has the examples along axis 0 and keeps their dtype.
+
+    Args:
+        batch: a non-empty sequence of examples (a list, or an
+            :class:`~dataset_kit.ExampleBatch`, whose columns are used as they are).
+        device: where to put the arrays; see :func:`to_device`.
+        padding: ``None`` to require equal shapes; a scalar to pad every array to
+            the per-axis maximum shape with that value; a tuple (for tuple
+            examples) or dict (for dict examples) giving one value per element.
+
+    Returns:
+        An array, a tuple of arrays or a dict of arrays.
+
+    Raises:
+        ValueError: if the batch is empty, the examples mix structures (tuple vs
+            dict, different lengths or keys), shapes differ without padding, or
+            ``padding`` does not match the example structure.
+    """
+    if len(batch) == 0:
+        raise ValueError("concat_examples got an empty batch; it needs at least one example")
+    if isinstance(batch, ExampleBatch):
+        columns = batch.columns
+        if isinstance(columns, tuple):
+            _padding_per_element(padding, len(columns))
+        elif isinstance(columns, dict):
+            _padding_per_key(padding, list(columns))
+        # Columns are stacked already, so every example has the same shape:
+        # padding to the per-axis maximum changes nothing.
+        return to_device(device, columns)
+    first = batch[0]
+    if isinstance(first, tuple):
+        _check_structure(batch, tuple, len(first))
+        pads = _padding_per_element(padding, len(first))
+        return to_device(device, tuple(
+            _concat_arrays([ex[k] for ex in batch], pads[k], f"element {k} of ")
+            for k in range(len(first))
+        ))
+    if isinstance(first, Mapping):
+        keys = list(first)
+        _check_structure(batch, Mapping, keys)
+        pads = _padding_per_key(padding, keys)
+        return to_device(device, {
+            key: _concat_arrays([ex[key] for ex in batch], pads[key], f"key {key!r} of ")
+            for key in keys
+        })
+    _check_structure(batch, None, None)
+    if isinstance(padding, (tuple, Mapping)):
+        raise ValueError(
+            f"padding must be a scalar or None for examples that are arrays, got {padding!r}"
+        )
+    return to_device(device, _concat_arrays(list(batch), padding, ""))
+
+
+def _check_structure(batch: Sequence[Any], kind: type | None, layout: Any) -> None:
+    for k, example in enumerate(batch):
+        if kind is None:
+            if isinstance(example, (tuple, Mapping)):
+                raise ValueError(
+                    f"concat_examples: example 0 is an array or scalar but example {k} is a "
+                    f"{type(example).__name__}; all examples must share one structure"
+                )
+        elif not isinstance(example, kind):
+            raise ValueError(
+                f"concat_examples: example 0 is a {kind.__name__} but example {k} is a "
+                f"{type(example).__name__}; all examples must share one structure"
+            )
+        elif kind is tuple and len(example) != layout:
+            raise ValueError(
+                f"concat_examples: example 0 is a tuple of length {layout} but example {k} "
+                f"has length {len(example)}"
+            )
+        elif kind is Mapping and list(example) != layout and set(example) != set(layout):
+            raise ValueError(
+                f"concat_examples: example 0 has keys {sorted(layout)} but example {k} has "
+                f"keys {sorted(example)}"
+            )
+
+
+def _padding_per_element(padding: Any, n: int) -> list:
+    if isinstance(padding, tuple):
+        if len(padding) != n:
+            raise ValueError(
+                f"padding is a tuple of length {len(padding)} but examples are tuples of "
+                f"length {n}"
+            )
+        return list(padding)
+    if isinstance(padding, Mapping):
+        raise ValueError(f"padding must be a scalar or a tuple for tuple examples, got {padding!r}")
+    return [padding] * n
+
+
+def _padding_per_key(padding: Any, keys: list) -> dict:
+    if isinstance(padding, Mapping):
+        if set(padding) != set(keys):
+            raise ValueError(
+                f"padding has keys {sorted(padding)} but examples have keys {sorted(keys)}"
+            )
+        return dict(padding)
+    if isinstance(padding, tuple):
+        raise ValueError(f"padding must be a scalar or a dict for dict examples, got {padding!r}")
+    return {key: padding for key in keys}
+
+
+def _concat_arrays(values: list, padding: Any, where: str) -> np.ndarray:
+    if not isinstance(values[0], np.ndarray):
+        # Python and numpy scalars (and nested lists) become one array here;
+        # numpy picks a common dtype, so numpy scalars keep theirs.
+        values = [np.asarray(v) for v in values]
+    if padding is not None:
+        return _concat_with_padding(values, padding, where)
+    try:
+        return np.stack(values)
+    except ValueError:
+        first = np.shape(values[0])
+        for k, v in enumerate(values):
+            if np.shape(v) != first:
+                raise ValueError(
+                    f"concat_examples: {where}example {k} has shape {np.shape(v)} but "
+                    f"{where}example 0 has shape {first}; pass padding= to pad ragged shapes"
+                ) from None
+        raise
+
+
+def _concat_with_padding(values: list, padding: Any, where: str) -> np.ndarray:
+    arrays = [np.asarray(v) for v in values]
+    ndim = arrays[0].ndim
+    for k, a in enumerate(arrays):
+        if a.ndim != ndim:
+            raise ValueError(
+                f"concat_examples: {where}example {k} has {a.ndim} dimensions but "
+                f"{where}example 0 has {ndim}; padding cannot change the number of dimensions"
+            )
+    shape = tuple(max(a.shape[axis] for a in arrays) for axis in range(ndim))
+    dtype = np.result_type(*arrays)
+    out = np.full((len(arrays),) + shape, padding, dtype=dtype)
+    for k, a in enumerate(arrays):
+        out[(k,) + tuple(slice(0, s) for s in a.shape)] = a
+    return out

@@ -1,0 +1,157 @@
+"""The dataset base class: integer, slice and index-array access."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from dataset_kit import _example_context
+from dataset_kit.batch import ExampleBatch
+
+
+def normalize_index(index: Any, length: int) -> int:
+    """Return ``index`` as a non-negative int, checking ``-length <= index < length``.
+
+    Raises:
+        TypeError: if ``index`` is not an integer (bools are rejected too).
+        IndexError: if ``index`` is out of range.
+    """
+    if isinstance(index, (bool, np.bool_)):
+        raise TypeError(f"dataset index must be an integer, got bool {index!r}")
+    try:
+        i = operator.index(index)
+    except TypeError:
+        raise TypeError(
+            f"dataset index must be an integer, slice or 1-D integer array, "
+            f"got {type(index).__name__} {index!r}"
+        ) from None
+    if i < -length or i >= length:
+        raise IndexError(f"dataset index {i} is out of range for a dataset of length {length}")
+    return i + length if i < 0 else i
+
+
+def normalize_index_array(index: Any, length: int) -> np.ndarray:
+    """Return ``index`` (a list or 1-D integer array) as non-negative int64 indices.
+
+    Raises:
+        TypeError: if the array is not of an integer dtype (bool arrays included).
+        IndexError: if it is not 1-D or any entry is out of range.
+    """
+    array = np.asarray(index)
+    if array.size == 0 and array.ndim == 1:
+        return np.empty(0, dtype=np.int64)
+    if array.dtype.kind not in "iu":
+        raise TypeError(
+            f"dataset index array must have an integer dtype, got dtype {array.dtype} "
+            f"(index {_short(index)}, dataset length {length})"
+        )
+    if array.ndim != 1:
+        raise IndexError(
+            f"dataset index array must be 1-D, got shape {array.shape} "
+            f"(dataset length {length})"
+        )
+    array = array.astype(np.int64, copy=False)
+    low, high = int(array.min()), int(array.max())
+    if low < -length or high >= length:
+        bad = low if low < -length else high
+        raise IndexError(
+            f"dataset index {bad} in index array {_short(index)} is out of range "
+            f"for a dataset of length {length}"
+        )
+    if low < 0:
+        array = np.where(array < 0, array + length, array)
+    return array
+
+
+def _short(index: Any) -> str:
+    text = repr(index)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+class DatasetMixin:
+    """Base class of datasets: ``ds[i]``, ``ds[a:b:c]`` and ``ds[index_array]``.
+
+    Subclasses implement ``__len__`` and :meth:`get_example`. They may override
+    :meth:`get_examples` to fetch a whole batch at once (array-backed datasets
+    answer with one fancy index per column).
+
+    * ``ds[i]`` accepts ``-len(ds) <= i < len(ds)``; other integers raise
+      :class:`IndexError`.
+    * ``ds[slice]`` follows Python list slicing exactly.
+    * ``ds[index_array]`` accepts a list or a 1-D integer array (negative
+      entries allowed).
+
+    Slices and index arrays return a sequence of examples: a ``list``, or for
+    array-backed datasets an :class:`~dataset_kit.ExampleBatch`, which behaves
+    as a read-only list and lets :func:`~dataset_kit.concat_examples` skip
+    restacking.
+    """
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    def __getitem__(self, index: Any) -> Any:
+        length = len(self)
+        if isinstance(index, slice):
+            r = range(length)[index]
+            return self.get_examples(np.arange(r.start, r.stop, r.step, dtype=np.int64))
+        if isinstance(index, (list, np.ndarray)):
+            return self.get_examples(normalize_index_array(index, length))
+        return self.get_example(normalize_index(index, length))
+
+    def get_example(self, i: int) -> Any:
+        """Return the example at non-negative index ``i``.
+
+        Args:
+            i: an index with ``0 <= i < len(self)``.
+
+        Returns:
+            One example.
+        """
+        raise NotImplementedError
+
+    def get_examples(self, indices: np.ndarray) -> Sequence[Any]:
+        """Return the examples at ``indices`` (validated, non-negative int64).
+
+        The default calls :meth:`get_example` once per index and keeps the
+        iterator's example cursor in step, so :func:`~dataset_kit.iterators.example_rng`
+        knows which example it serves.
+
+        Args:
+            indices: a 1-D int64 array of valid, non-negative indices.
+
+        Returns:
+            A list (or list-like batch) of examples, in the order of ``indices``.
+        """
+        context = _example_context.current()
+        if context is None:
+            return [self.get_example(i) for i in indices.tolist()]
+        examples = []
+        for k, i in enumerate(indices.tolist()):
+            context.cursor = k
+            examples.append(self.get_example(i))
+        return examples
+
+
+def fetch_examples(dataset: Any, indices: np.ndarray) -> Sequence[Any]:
+    """Fetch valid, non-negative ``indices`` from any dataset, a batch at once if it can.
+
+    A :class:`DatasetMixin` answers with :meth:`DatasetMixin.get_examples`; a
+    numpy array with one fancy index (as an :class:`~dataset_kit.ExampleBatch`);
+    any other sequence (a list, say) one item at a time.
+
+    Args:
+        dataset: the dataset.
+        indices: a 1-D int64 array of valid, non-negative indices.
+
+    Returns:
+        A sequence of examples in the order of ``indices``.
+    """
+    if isinstance(dataset, DatasetMixin):
+        return dataset.get_examples(indices)
+    if isinstance(dataset, np.ndarray) and dataset.ndim >= 1:
+        return ExampleBatch(dataset[indices])
+    return [dataset[i] for i in indices.tolist()]

@@ -1,0 +1,28 @@
+"""Ready datasets and dataset combinators."""
+
+from dataset_kit.datasets.concatenated_dataset import ConcatenatedDataset
+from dataset_kit.datasets.sub_dataset import (
+    SubDataset,
+    get_cross_validation_datasets,
+    get_cross_validation_datasets_random,
+    split_dataset,
+    split_dataset_n,
+    split_dataset_n_random,
+    split_dataset_random,
+)
+from dataset_kit.datasets.transform_dataset import TransformDataset
+from dataset_kit.datasets.tuple_dataset import DictDataset, TupleDataset
+
+__all__ = [
+    "ConcatenatedDataset",
+    "DictDataset",
+    "SubDataset",
+    "TransformDataset",
+    "TupleDataset",
+    "get_cross_validation_datasets",
+    "get_cross_validation_datasets_random",
+    "split_dataset",
+    "split_dataset_n",
+    "split_dataset_n_random",
+    "split_dataset_random",
+]

@@ -1,0 +1,223 @@
+"""Views of a dataset: SubDataset and the split / cross-validation helpers."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from dataset_kit.dataset import DatasetMixin, fetch_examples
+
+
+def _as_order(order: Any, length: int) -> np.ndarray | None:
+    if order is None:
+        return None
+    array = np.asarray(order)
+    if array.ndim != 1 or (array.size and array.dtype.kind not in "iu"):
+        raise TypeError(f"order must be a 1-D integer array, got {array.dtype} {array.shape}")
+    if len(array) != length:
+        raise ValueError(
+            f"order must have the length of the base dataset ({length}), got {len(array)}"
+        )
+    if array.size and (array.min() < 0 or array.max() >= length):
+        raise ValueError(f"order entries must lie in [0, {length}), got {array.min()}..{array.max()}")
+    return array.astype(np.int64, copy=False)
+
+
+class SubDataset(DatasetMixin):
+    """The examples ``start <= k < finish`` of a dataset, optionally reordered.
+
+    Example ``k`` of the view is ``dataset[order[start + k]]`` (or
+    ``dataset[start + k]`` without ``order``).
+
+    Args:
+        dataset: the base dataset.
+        start: first position (inclusive).
+        finish: last position (exclusive).
+        order: optional permutation of the base dataset's indices.
+
+    Raises:
+        ValueError: if ``0 <= start <= finish <= len(dataset)`` does not hold or
+            ``order`` has the wrong length or entries.
+    """
+
+    def __init__(self, dataset: Any, start: int, finish: int, order: Any = None) -> None:
+        start, finish = operator.index(start), operator.index(finish)
+        n = len(dataset)
+        if not 0 <= start <= finish <= n:
+            raise ValueError(
+                f"SubDataset needs 0 <= start <= finish <= len(dataset); got start={start}, "
+                f"finish={finish}, len(dataset)={n}"
+            )
+        self._dataset = dataset
+        self._start = start
+        self._finish = finish
+        self._order = _as_order(order, n)
+
+    def __len__(self) -> int:
+        return self._finish - self._start
+
+    def _base_indices(self, indices: np.ndarray) -> np.ndarray:
+        shifted = indices + self._start
+        return shifted if self._order is None else self._order[shifted]
+
+    def get_example(self, i: int) -> Any:
+        j = self._start + i
+        return self._dataset[j if self._order is None else int(self._order[j])]
+
+    def get_examples(self, indices: np.ndarray) -> Sequence:
+        return fetch_examples(self._dataset, self._base_indices(indices))
+
+
+def _check_size(name: str, value: int, total: int) -> int:
+    value = operator.index(value)
+    if not 0 <= value <= total:
+        raise ValueError(f"{name} must be in [0, {total}] (the dataset length), got {value}")
+    return value
+
+
+def split_dataset(dataset: Any, split_at: int, order: Any = None) -> tuple[SubDataset, SubDataset]:
+    """Split a dataset into the first ``split_at`` examples and the rest.
+
+    Args:
+        dataset: the dataset to split.
+        split_at: size of the first part.
+        order: optional permutation applied before splitting.
+
+    Returns:
+        Two :class:`SubDataset` views.
+
+    Raises:
+        ValueError: if ``split_at`` is outside ``[0, len(dataset)]``.
+    """
+    n = len(dataset)
+    split_at = _check_size("split_at", split_at, n)
+    return SubDataset(dataset, 0, split_at, order), SubDataset(dataset, split_at, n, order)
+
+
+def split_dataset_random(
+    dataset: Any, first_size: int, seed: int | None = None
+) -> tuple[SubDataset, SubDataset]:
+    """Split a dataset into a random part of ``first_size`` examples and the rest.
+
+    Args:
+        dataset: the dataset to split.
+        first_size: size of the first part.
+        seed: seed of the permutation; the same seed gives the same split.
+
+    Returns:
+        Two :class:`SubDataset` views.
+
+    Raises:
+        ValueError: if ``first_size`` is outside ``[0, len(dataset)]``.
+    """
+    order = np.random.default_rng(seed).permutation(len(dataset))
+    return split_dataset(dataset, first_size, order)
+
+
+def _borders(n: int, parts: int) -> list[int]:
+    return [n * k // parts for k in range(parts + 1)]
+
+
+def _check_parts(name: str, parts: int, n: int) -> int:
+    parts = operator.index(parts)
+    if parts < 1:
+        raise ValueError(f"{name} must be at least 1, got {parts}")
+    if parts > max(n, 1):
+        raise ValueError(f"{name} must not exceed the dataset length {n}, got {parts}")
+    return parts
+
+
+def split_dataset_n(dataset: Any, n: int, order: Any = None) -> list[SubDataset]:
+    """Split a dataset into ``n`` parts whose sizes differ by at most one.
+
+    Unlike Chainer, which drops the ``len(dataset) % n`` trailing examples, every
+    example lands in exactly one part.
+
+    Args:
+        dataset: the dataset to split.
+        n: the number of parts.
+        order: optional permutation applied before splitting.
+
+    Returns:
+        A list of ``n`` :class:`SubDataset` views.
+
+    Raises:
+        ValueError: if ``n`` is less than 1 or larger than the dataset.
+    """
+    length = len(dataset)
+    n = _check_parts("n", n, length)
+    b = _borders(length, n)
+    return [SubDataset(dataset, b[k], b[k + 1], order) for k in range(n)]
+
+
+def split_dataset_n_random(dataset: Any, n: int, seed: int | None = None) -> list[SubDataset]:
+    """Split a dataset into ``n`` random parts whose sizes differ by at most one.
+
+    Args:
+        dataset: the dataset to split.
+        n: the number of parts.
+        seed: seed of the permutation.
+
+    Returns:
+        A list of ``n`` :class:`SubDataset` views.
+
+    Raises:
+        ValueError: if ``n`` is less than 1 or larger than the dataset.
+    """
+    order = np.random.default_rng(seed).permutation(len(dataset))
+    return split_dataset_n(dataset, n, order)
+
+
+def get_cross_validation_datasets(
+    dataset: Any, n_folds: int, order: Any = None
+) -> list[tuple[SubDataset, SubDataset]]:
+    """Return ``n_folds`` ``(train, test)`` pairs for k-fold cross validation.
+
+    The test parts partition the dataset (sizes differ by at most one); each
+    train part is everything else.
+
+    Args:
+        dataset: the dataset to split.
+        n_folds: the number of folds.
+        order: optional permutation applied before splitting.
+
+    Returns:
+        A list of ``(train, test)`` pairs of :class:`SubDataset`.
+
+    Raises:
+        ValueError: if ``n_folds`` is less than 1 or larger than the dataset.
+    """
+    length = len(dataset)
+    n_folds = _check_parts("n_folds", n_folds, length)
+    base = np.arange(length) if order is None else _as_order(order, length)
+    b = _borders(length, n_folds)
+    folds = []
+    for k in range(n_folds):
+        test = base[b[k]:b[k + 1]]
+        train = np.concatenate([base[:b[k]], base[b[k + 1]:]])
+        fold_order = np.concatenate([train, test])
+        folds.append(split_dataset(dataset, len(train), fold_order))
+    return folds
+
+
+def get_cross_validation_datasets_random(
+    dataset: Any, n_folds: int, seed: int | None = None
+) -> list[tuple[SubDataset, SubDataset]]:
+    """Like :func:`get_cross_validation_datasets` over a random permutation.
+
+    Args:
+        dataset: the dataset to split.
+        n_folds: the number of folds.
+        seed: seed of the permutation.
+
+    Returns:
+        A list of ``(train, test)`` pairs of :class:`SubDataset`.
+
+    Raises:
+        ValueError: if ``n_folds`` is less than 1 or larger than the dataset.
+    """
+    order = np.random.default_rng(seed).permutation(len(dataset))
+    return get_cross_validation_datasets(dataset, n_folds, order)

@@ -1,0 +1,99 @@
+"""Datasets made of parallel columns: TupleDataset and DictDataset."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from dataset_kit.batch import ExampleBatch
+from dataset_kit.dataset import DatasetMixin
+
+
+def _check_lengths(columns: dict[str, Sequence], what: str) -> int:
+    lengths = {name: len(column) for name, column in columns.items()}
+    if len(set(lengths.values())) > 1:
+        described = ", ".join(f"{name}: {n}" for name, n in lengths.items())
+        raise ValueError(f"{what} columns must have equal lengths, got {described}")
+    return next(iter(lengths.values()))
+
+
+def _gather(column: Sequence, indices: np.ndarray) -> Any:
+    if isinstance(column, np.ndarray):
+        return column[indices]
+    return [column[i] for i in indices.tolist()]
+
+
+class TupleDataset(DatasetMixin):
+    """A dataset whose examples are tuples taken from parallel columns.
+
+    ``TupleDataset(x, y)[i] == (x[i], y[i])``. Columns may be arrays, lists or
+    other datasets, and must have equal lengths.
+
+    Unlike Chainer's ``TupleDataset``, an index array or a slice returns a
+    sequence of *examples* (tuples), not a tuple of columns: every dataset
+    answers ``ds[index_array]`` the same way. When all columns are arrays the
+    answer is an :class:`~dataset_kit.ExampleBatch` built with one fancy index
+    per column.
+
+    Args:
+        *datasets: the columns.
+
+    Raises:
+        ValueError: if no column is given or the lengths differ.
+    """
+
+    def __init__(self, *datasets: Sequence) -> None:
+        if not datasets:
+            raise ValueError("TupleDataset needs at least one column, got none")
+        self._length = _check_lengths(
+            {f"column {k}": d for k, d in enumerate(datasets)}, "TupleDataset"
+        )
+        self._datasets = datasets
+        self._all_arrays = all(isinstance(d, np.ndarray) for d in datasets)
+
+    def __len__(self) -> int:
+        return self._length
+
+    def get_example(self, i: int) -> tuple:
+        return tuple(d[i] for d in self._datasets)
+
+    def get_examples(self, indices: np.ndarray) -> Sequence[tuple]:
+        if self._all_arrays:
+            return ExampleBatch(tuple(d[indices] for d in self._datasets))
+        columns = [_gather(d, indices) for d in self._datasets]
+        return list(zip(*columns))
+
+
+class DictDataset(DatasetMixin):
+    """A dataset whose examples are dicts taken from named parallel columns.
+
+    ``DictDataset(x=x, y=y)[i] == {"x": x[i], "y": y[i]}``.
+
+    Args:
+        **datasets: the columns, by name.
+
+    Raises:
+        ValueError: if no column is given or the lengths differ.
+    """
+
+    def __init__(self, **datasets: Sequence) -> None:
+        if not datasets:
+            raise ValueError("DictDataset needs at least one column, got none")
+        self._length = _check_lengths(datasets, "DictDataset")
+        self._datasets = datasets
+        self._all_arrays = all(isinstance(d, np.ndarray) for d in datasets.values())
+
+    def __len__(self) -> int:
+        return self._length
+
+    def get_example(self, i: int) -> dict:
+        return {name: d[i] for name, d in self._datasets.items()}
+
+    def get_examples(self, indices: np.ndarray) -> Sequence[dict]:
+        if self._all_arrays:
+            return ExampleBatch({name: d[indices] for name, d in self._datasets.items()})
+        columns = {name: _gather(d, indices) for name, d in self._datasets.items()}
+        keys = list(columns)
+        return [dict(zip(keys, values)) for values in zip(*columns.values())]

@@ -1,0 +1,118 @@
+"""Where each epoch's order comes from, and how that source is checkpointed.
+
+Three sources: the identity (no shuffle), a recomputable sampler (epoch →
+order is a pure function, so the state is a few integers), and a stateful
+Chainer-style sampler (called once per epoch; the state carries the order).
+Orders are computed on demand and cached for the epochs in flight.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from dataset_kit.iterators.order_samplers import OrderSampler, ShuffleOrderSampler, check_seed
+
+
+def _kind_of(sampler: Any) -> str:
+    cls = type(sampler)
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+class Orders:
+    """The order of every epoch, for a dataset of ``size`` examples."""
+
+    def __init__(self, sampler: OrderSampler | None, size: int) -> None:
+        self.sampler = sampler
+        self.size = size
+        self.kind = "none" if sampler is None else _kind_of(sampler)
+        self._cache: dict[int, np.ndarray] = {}
+        first = None
+        if sampler is not None and callable(getattr(sampler, "epoch_order", None)):
+            first = sampler.epoch_order(0, size)
+        self.recomputable = sampler is None or first is not None
+        if first is not None:
+            self._cache[0] = _check_order(first, size, self.kind)
+        elif sampler is not None:
+            # Like Chainer, ask a stateful sampler for epoch 0 at once, so a
+            # broken sampler fails at construction rather than mid-training.
+            self.order_of(0)
+
+    def order_of(self, epoch: int) -> np.ndarray | None:
+        """Return the order of ``epoch`` (None for the identity)."""
+        if self.sampler is None:
+            return None
+        order = self._cache.get(epoch)
+        if order is None:
+            order = self._compute(epoch)
+            self._cache[epoch] = order
+        return order
+
+    def _compute(self, epoch: int) -> np.ndarray:
+        if self.recomputable:
+            order = self.sampler.epoch_order(epoch, self.size)
+        else:
+            # A stateful sampler only moves forward: epoch e + 1 from epoch e.
+            previous = self._cache.get(epoch - 1)
+            if previous is None and epoch > 0:
+                raise RuntimeError(f"order of epoch {epoch} requested before epoch {epoch - 1}")
+            start = np.arange(self.size) if previous is None else previous
+            order = self.sampler(start, self.size if previous is not None else 0)
+        return _check_order(order, self.size, self.kind)
+
+    def clear(self) -> None:
+        """Forget every cached order (a stateful sampler is asked afresh)."""
+        self._cache.clear()
+
+    def forget_before(self, epoch: int) -> None:
+        """Drop cached orders of epochs before ``epoch``; they will not be asked for.
+
+        The latest cached order is kept: a stateful sampler derives the next
+        epoch's order from it.
+        """
+        latest = max(self._cache, default=None)
+        for e in [e for e in self._cache if e < epoch and e != latest]:
+            del self._cache[e]
+
+    def state_dict(self, epoch: int) -> dict:
+        """Return what is needed to recompute the orders from ``epoch`` on."""
+        state: dict[str, Any] = {"kind": self.kind}
+        if isinstance(self.sampler, ShuffleOrderSampler):
+            state["seed"] = self.sampler.seed
+        elif self.sampler is not None and not self.recomputable:
+            state["order"] = self.order_of(epoch).tolist()
+        return state
+
+    def load_state_dict(self, state: dict, epoch: int) -> None:
+        """Restore the orders saved by :meth:`state_dict` at ``epoch``.
+
+        Raises:
+            ValueError: if the state was made by another kind of sampler, or its
+                order does not fit this dataset.
+        """
+        kind = state.get("kind") if isinstance(state, dict) else None
+        if kind != self.kind:
+            raise ValueError(
+                f"state was saved with order sampler {kind!r}, but this iterator uses "
+                f"{self.kind!r}"
+            )
+        self._cache.clear()
+        if isinstance(self.sampler, ShuffleOrderSampler):
+            self.sampler.seed = check_seed(state.get("seed"), "state['order_sampler']['seed']")
+        elif self.sampler is not None and not self.recomputable:
+            if "order" not in state:
+                raise ValueError("state of a stateful order sampler lacks its 'order' array")
+            self._cache[epoch] = _check_order(np.asarray(state["order"]), self.size, self.kind)
+
+
+def _check_order(order: Any, size: int, kind: str) -> np.ndarray:
+    order = np.asarray(order)
+    if order.shape != (size,) or (size and order.dtype.kind not in "iu"):
+        raise ValueError(
+            f"order sampler {kind} returned an order of shape {order.shape} and dtype "
+            f"{order.dtype}; expected a 1-D integer array of length {size}"
+        )
+    if size and (order.min() < 0 or order.max() >= size):
+        raise ValueError(f"order sampler {kind} returned indices outside [0, {size})")
+    return order.astype(np.int64, copy=False)

@@ -1,0 +1,92 @@
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import dataset_kit
+from dataset_kit import DatasetMixin
+
+
+class Squares(DatasetMixin):
+    def __init__(self, n):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def get_example(self, i):
+        return i * i
+
+
+slices = st.builds(
+    slice,
+    st.none() | st.integers(-30, 30),
+    st.none() | st.integers(-30, 30),
+    st.none() | st.integers(-5, 5).filter(lambda s: s != 0),
+)
+
+
+@given(n=st.integers(0, 25), s=slices)
+def test_slice_matches_list_slicing(n, s):
+    expected = [i * i for i in range(n)][s]
+    assert list(Squares(n)[s]) == expected
+
+
+@given(n=st.integers(1, 25), data=st.data())
+def test_index_array_matches_list_indexing(n, data):
+    idx = data.draw(st.lists(st.integers(-n, n - 1), max_size=40))
+    reference = [i * i for i in range(n)]
+    expected = [reference[i] for i in idx]
+    assert list(Squares(n)[idx]) == expected
+    assert list(Squares(n)[np.array(idx, dtype=np.int32)]) == expected
+
+
+@given(n=st.integers(1, 25), data=st.data())
+def test_integer_index_accepts_exactly_minus_len_to_len(n, data):
+    i = data.draw(st.integers(-3 * n, 3 * n))
+    ds = Squares(n)
+    if -n <= i < n:
+        assert ds[i] == (i % n) ** 2
+        assert ds[np.int64(i)] == (i % n) ** 2
+    else:
+        with pytest.raises(IndexError, match=f"{i}.*length {n}"):
+            ds[i]
+
+
+@pytest.mark.parametrize("index, error", [
+    (1.0, TypeError),
+    ("a", TypeError),
+    (True, TypeError),
+    (np.array([True, False, True]), TypeError),
+    (np.array([0.0, 1.0]), TypeError),
+    (np.array([[0, 1]]), IndexError),
+    ([0, 3], IndexError),
+    ([-4], IndexError),
+    ((0, 1), TypeError),
+])
+def test_bad_indices_raise_with_index_and_length(index, error):
+    with pytest.raises(error) as info:
+        Squares(3)[index]
+    message = str(info.value)
+    assert "index" in message
+    if error is IndexError:
+        assert "3" in message
+
+
+def test_empty_index_array_gives_empty_list():
+    assert list(Squares(3)[[]]) == []
+    assert list(Squares(3)[np.array([], dtype=np.int64)]) == []
+
+
+def test_get_examples_default_calls_get_example_per_index():
+    assert Squares(5).get_examples(np.array([4, 0, 4])) == [16, 0, 16]
+
+
+def test_fetch_examples_handles_lists_and_arrays():
+    from dataset_kit.dataset import fetch_examples
+
+    idx = np.array([2, 0])
+    assert fetch_examples([10, 11, 12], idx) == [12, 10]
+    batch = fetch_examples(np.arange(3) * 10, idx)
+    assert isinstance(batch, dataset_kit.ExampleBatch)
+    assert list(batch) == [20, 0]
