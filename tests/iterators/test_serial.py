@@ -163,7 +163,7 @@ def test_stateful_sampler_state_carries_the_order_and_resumes():
     expected = take(SerialIterator(dataset(5), 2, order_sampler=ReverseEachEpoch()), 12)
     take(it, 4)
     state = it.state_dict()
-    assert state["order_sampler"]["order"] == [4, 3, 2, 1, 0]
+    assert state["order_sampler"]["order"] == [0, 1, 2, 3, 4]  # epoch 1: epoch 0 reversed
     fresh = SerialIterator(dataset(5), 2, order_sampler=ReverseEachEpoch())
     fresh.load_state_dict(state)
     assert take(fresh, 8) == expected[4:]
