@@ -1,6 +1,6 @@
 """Which example is being fetched right now, so augmentation can be seeded.
 
-An iterator installs a :class:`_BatchContext` (thread-local) around each batch it
+An iterator installs a :class:`BatchContext` (thread-local) around each batch it
 builds; whichever code loops over the batch's positions sets ``cursor``. The
 generator handed to dataset code is then a pure function of
 ``(seed, epoch, index)`` and does not depend on the thread or process that
@@ -9,9 +9,7 @@ built the batch.
 
 from __future__ import annotations
 
-import contextlib
 import threading
-from collections.abc import Iterator as _Iter
 
 import numpy as np
 
@@ -23,30 +21,26 @@ ORDER_STREAM = 0
 EXAMPLE_STREAM = 1
 
 
-class _BatchContext:
+class BatchContext:
     __slots__ = ("seed", "indices", "epochs", "cursor")
 
-    def __init__(self, seed: int, indices: np.ndarray, epochs: np.ndarray) -> None:
+    def __init__(self, seed: int, indices: np.ndarray, epochs: int | np.ndarray) -> None:
         self.seed = seed
         self.indices = indices
         self.epochs = epochs
         self.cursor = 0
 
 
-def current() -> _BatchContext | None:
+def current() -> BatchContext | None:
     """Return the batch context of this thread, or None outside an iterator."""
     return getattr(_local, "context", None)
 
 
-@contextlib.contextmanager
-def batch_context(seed: int, indices: np.ndarray, epochs: np.ndarray) -> _Iter[None]:
-    """Install a batch context for the duration of the ``with`` block."""
-    previous = current()
-    _local.context = _BatchContext(seed, indices, epochs)
-    try:
-        yield
-    finally:
-        _local.context = previous
+def install(context: BatchContext | None) -> BatchContext | None:
+    """Make ``context`` this thread's batch context; return the one it replaces."""
+    previous = getattr(_local, "context", None)
+    _local.context = context
+    return previous
 
 
 def example_rng() -> np.random.Generator:
@@ -64,5 +58,7 @@ def example_rng() -> np.random.Generator:
     if context is None:
         return np.random.default_rng()
     k = context.cursor
-    key = [context.seed, EXAMPLE_STREAM, int(context.epochs[k]), int(context.indices[k])]
+    epochs = context.epochs
+    epoch = epochs if isinstance(epochs, int) else int(epochs[k])
+    key = [context.seed, EXAMPLE_STREAM, epoch, int(context.indices[k])]
     return np.random.default_rng(np.random.SeedSequence(key))

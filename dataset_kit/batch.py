@@ -50,6 +50,15 @@ class ExampleBatch(Sequence):
         self._length = lengths.pop()
         self._examples: list | None = None
 
+    @classmethod
+    def _trusted(cls, columns: tuple | dict, length: int) -> ExampleBatch:
+        """Build a batch from columns the caller has already checked (hot path)."""
+        batch = cls.__new__(cls)
+        batch._columns = columns
+        batch._length = length
+        batch._examples = None
+        return batch
+
     @property
     def columns(self) -> np.ndarray | tuple | dict:
         """The stacked columns, in the structure of one example."""

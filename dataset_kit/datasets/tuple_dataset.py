@@ -61,7 +61,7 @@ class TupleDataset(DatasetMixin):
 
     def get_examples(self, indices: np.ndarray) -> Sequence[tuple]:
         if self._all_arrays:
-            return ExampleBatch(tuple(d[indices] for d in self._datasets))
+            return ExampleBatch._trusted(tuple([d[indices] for d in self._datasets]), len(indices))
         columns = [_gather(d, indices) for d in self._datasets]
         return list(zip(*columns))
 
@@ -93,7 +93,8 @@ class DictDataset(DatasetMixin):
 
     def get_examples(self, indices: np.ndarray) -> Sequence[dict]:
         if self._all_arrays:
-            return ExampleBatch({name: d[indices] for name, d in self._datasets.items()})
+            return ExampleBatch._trusted(
+                {name: d[indices] for name, d in self._datasets.items()}, len(indices))
         columns = {name: _gather(d, indices) for name, d in self._datasets.items()}
         keys = list(columns)
         return [dict(zip(keys, values)) for values in zip(*columns.values())]

@@ -8,13 +8,12 @@ checkpoints only decide when and where a batch is built.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 
-@dataclass(frozen=True)
-class Position:
+class Position(NamedTuple):
     """Where an iterator stands: everything needed to compute what comes next.
 
     Attributes:
@@ -31,12 +30,19 @@ class Position:
     previous_epoch_detail: float | None = None
 
 
-@dataclass(frozen=True)
-class BatchPlan:
-    """The indices of one batch and the epoch each index belongs to."""
+class BatchPlan(NamedTuple):
+    """The indices of one batch and the epoch they belong to.
+
+    ``epochs`` is an int when the whole batch lies in one epoch (the common
+    case, kept cheap) and an array of one epoch per index otherwise.
+    """
 
     indices: np.ndarray
-    epochs: np.ndarray
+    epochs: int | np.ndarray
+
+    def epoch_at(self, k: int) -> int:
+        """Return the epoch of the ``k``-th index of the batch."""
+        return self.epochs if isinstance(self.epochs, int) else int(self.epochs[k])
 
 
 OrderOf = Callable[[int], "np.ndarray | None"]
@@ -76,16 +82,18 @@ def advance(
         order = order_of(epoch)
         take = min(need, dataset_length - pos)
         parts.append(np.arange(pos, pos + take) if order is None else order[pos:pos + take])
-        epochs.append(np.full(take, epoch, dtype=np.int64))
+        epochs.append((epoch, take))
         pos += take
         need -= take
         if pos == dataset_length:
             epoch, pos = epoch + 1, 0
             if not repeat:
                 break
-    indices = parts[0] if len(parts) == 1 else np.concatenate(parts)
-    plan = BatchPlan(indices.astype(np.int64, copy=False),
-                     epochs[0] if len(epochs) == 1 else np.concatenate(epochs))
+    if len(parts) == 1:
+        plan = BatchPlan(parts[0].astype(np.int64, copy=False), epochs[0][0])
+    else:
+        plan = BatchPlan(np.concatenate(parts).astype(np.int64, copy=False),
+                         np.repeat([e for e, _ in epochs], [t for _, t in epochs]))
     next_position = Position(
         epoch=epoch,
         current_position=pos,

@@ -28,8 +28,12 @@ STATE_VERSION = 1
 
 def fetch_batch(dataset: Any, plan: BatchPlan, seed: int) -> Any:
     """Fetch a planned batch with the example-rng context installed."""
-    with _example_context.batch_context(seed, plan.indices, plan.epochs):
+    previous = _example_context.install(
+        _example_context.BatchContext(seed, plan.indices, plan.epochs))
+    try:
         return fetch_examples(dataset, plan.indices)
+    finally:
+        _example_context.install(previous)
 
 
 class BatchStream(Iterator):
@@ -101,8 +105,9 @@ class BatchStream(Iterator):
 
     def _consume(self, position: Position) -> None:
         """Record that the batch ending at ``position`` was handed to the caller."""
+        if position.epoch != self._position.epoch:
+            self._orders.forget_before(position.epoch)
         self._position = position
-        self._orders.forget_before(position.epoch)
 
     def _discard_planned(self) -> None:
         """Forget batches planned but not consumed (prefetching iterators override)."""

@@ -20,7 +20,7 @@ def test_repeating_stream_is_the_concatenation_of_epochs(n, b, steps):
         position, plan = advance(position, b, n, True, order_of)
         assert len(plan.indices) == b
         seen += plan.indices.tolist()
-        epochs += plan.epochs.tolist()
+        epochs += [plan.epoch_at(k) for k in range(len(plan.indices))]
         total = len(seen)
         assert position.epoch == total // n
         assert position.current_position == total % n
