@@ -1,0 +1,17 @@
+"""Sphinx configuration for dataset_kit."""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.abspath(".."))
+
+project = "dataset_kit"
+author = "dataset_kit developers"
+extensions = ["sphinx.ext.autodoc", "sphinx.ext.napoleon", "sphinx.ext.viewcode"]
+napoleon_google_docstring = True
+napoleon_numpy_docstring = False
+autodoc_member_order = "bysource"
+autodoc_typehints = "description"
+html_theme = "alabaster"
+exclude_patterns = ["_build"]
+nitpicky = False
