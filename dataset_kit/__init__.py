@@ -4,15 +4,39 @@ from dataset_kit import datasets, iterators, serializers
 from dataset_kit.batch import ExampleBatch
 from dataset_kit.convert import concat_examples, to_device
 from dataset_kit.dataset import DatasetMixin
+from dataset_kit.download import (
+    DownloadError,
+    HashMismatchError,
+    OfflineError,
+    UnsafeArchiveError,
+    cache_or_load_file,
+    cached_download,
+    cached_extract,
+    extract_archive,
+    get_dataset_directory,
+    get_dataset_root,
+    set_dataset_root,
+)
 from dataset_kit.iterators import Iterator
 
 __all__ = [
     "DatasetMixin",
+    "DownloadError",
     "ExampleBatch",
+    "HashMismatchError",
     "Iterator",
+    "OfflineError",
+    "UnsafeArchiveError",
+    "cache_or_load_file",
+    "cached_download",
+    "cached_extract",
     "concat_examples",
+    "extract_archive",
+    "get_dataset_directory",
+    "get_dataset_root",
     "datasets",
     "iterators",
     "serializers",
+    "set_dataset_root",
     "to_device",
 ]

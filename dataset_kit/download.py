@@ -1,0 +1,428 @@
+"""The dataset cache: root directory, downloads, cached files and extraction.
+
+Dataset modules call these at import or construction time, often from many
+processes at once. Every cached file appears through an atomic ``os.replace``
+of a complete, process-unique temporary file, under a per-file lock: callers
+never see a partial file, and a crash at any moment leaves the cache usable.
+Lock files live in ``<root>/_locks`` so that the directories users name stay
+clean.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import sys
+import tempfile
+import threading
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import filelock
+from tqdm import tqdm
+
+from dataset_kit import _http
+from dataset_kit._archive import UnsafeArchiveError, extract_archive
+from dataset_kit._http import DownloadError
+
+__all__ = [
+    "DownloadError",
+    "HashMismatchError",
+    "OfflineError",
+    "UnsafeArchiveError",
+    "cache_or_load_file",
+    "cached_download",
+    "cached_extract",
+    "extract_archive",
+    "get_dataset_directory",
+    "get_dataset_root",
+    "set_dataset_root",
+]
+
+ROOT_ENV = "DATASET_KIT_DATASET_ROOT"
+OFFLINE_ENV = "DATASET_KIT_OFFLINE"
+T = TypeVar("T")
+
+_root_override: str | None = None
+
+
+class HashMismatchError(ValueError):
+    """A downloaded file's sha256 is not the one the caller expected."""
+
+
+class OfflineError(DownloadError):
+    """``DATASET_KIT_OFFLINE`` is set and the file is not in the cache."""
+
+
+def get_dataset_root() -> str:
+    """Return the dataset root directory.
+
+    In order: the path given to :func:`set_dataset_root`, the environment
+    variable ``DATASET_KIT_DATASET_ROOT``, ``$XDG_CACHE_HOME/dataset_kit``,
+    ``~/.cache/dataset_kit``. Read at each call, never cached at import.
+
+    Returns:
+        The absolute path of the root (it may not exist yet).
+    """
+    if _root_override is not None:
+        return _root_override
+    root = os.environ.get(ROOT_ENV)
+    if not root:
+        cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        root = os.path.join(cache, "dataset_kit")
+    return os.path.abspath(os.path.expanduser(root))
+
+
+def set_dataset_root(path: str | os.PathLike | None) -> None:
+    """Set the dataset root for this process; it wins over the environment.
+
+    Args:
+        path: the new root, or None to go back to the environment and defaults.
+
+    Raises:
+        TypeError: if ``path`` is not a path or None.
+        ValueError: if ``path`` is empty.
+    """
+    global _root_override
+    if path is None:
+        _root_override = None
+        return
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+    path = os.fspath(path)
+    if not path:
+        raise ValueError("path must not be empty")
+    _root_override = os.path.abspath(os.path.expanduser(path))
+
+
+def get_dataset_directory(dataset_name: str, create_directory: bool = True) -> str:
+    """Return ``<root>/<dataset_name>``, creating it unless asked not to.
+
+    Args:
+        dataset_name: a relative path such as ``"mnist"`` or ``"pfnet/mnist"``.
+        create_directory: whether to create the directory.
+
+    Returns:
+        The directory's absolute path.
+
+    Raises:
+        ValueError: if ``dataset_name`` is empty, absolute or climbs out with ``..``.
+    """
+    if not dataset_name or os.path.isabs(dataset_name) or ".." in dataset_name.split("/"):
+        raise ValueError(
+            f"dataset_name must be a non-empty relative path inside the root, got {dataset_name!r}"
+        )
+    path = os.path.join(get_dataset_root(), dataset_name)
+    if create_directory:
+        os.makedirs(path, exist_ok=True)
+    return path
+
+
+def _lock(path: str) -> filelock.FileLock:
+    key = hashlib.sha256(os.path.abspath(path).encode()).hexdigest()[:32]
+    directory = os.path.join(get_dataset_root(), "_locks")
+    os.makedirs(directory, exist_ok=True)
+    return filelock.FileLock(os.path.join(directory, key + ".lock"))
+
+
+def _cache_path(url: str) -> str:
+    name = os.path.basename(urllib.parse.urlsplit(url).path) or "download"
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", name)[-64:].lstrip(".") or "download"
+    digest = hashlib.sha256(url.encode()).hexdigest()[:16]
+    return os.path.join(get_dataset_root(), "downloads", f"{digest}-{name}")
+
+
+def _normalize_url(url: str) -> tuple[str, str | None]:
+    """Return ``(url, local_path)``; local paths and file:// URLs get a path."""
+    scheme = urllib.parse.urlsplit(url).scheme.lower()
+    if scheme in ("http", "https"):
+        return url, None
+    if scheme == "file":
+        path = urllib.request.url2pathname(urllib.parse.urlsplit(url).path)
+    elif scheme == "" or len(scheme) == 1:  # a plain path (or a Windows drive)
+        path = url
+    else:
+        raise ValueError(f"url must be http(s), file:// or a local path, got {url!r}")
+    path = os.path.abspath(os.path.expanduser(path))
+    return "file://" + urllib.request.pathname2url(path), path
+
+
+def _offline() -> bool:
+    return os.environ.get(OFFLINE_ENV, "").strip().lower() not in ("", "0", "false", "no")
+
+
+def _sha256_of(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _check_hash(expected: str | None, name: str, value: Any) -> str | None:
+    if expected is None:
+        return None
+    if not isinstance(expected, str) or not re.fullmatch(r"[0-9a-fA-F]{64}", expected):
+        raise ValueError(f"{name} must be 64 hexadecimal characters, got {value!r}")
+    return expected.lower()
+
+
+def _fsync_directory(directory: str) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:  # pragma: no cover - platforms without directory fds
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _unique_temp(path: str) -> str:
+    return f"{path}.{os.getpid()}-{os.urandom(4).hex()}.part"
+
+
+def _remove_stale_parts(path: str) -> None:
+    # Called under the file's lock: any temporary file for it belongs to a
+    # process that died mid-transfer (a live writer would hold the lock).
+    directory, base = os.path.split(path)
+    for name in os.listdir(directory):
+        if name.startswith(base + ".") and name.endswith(".part"):
+            try:
+                os.unlink(os.path.join(directory, name))
+            except FileNotFoundError:
+                pass
+
+
+def cached_download(
+    url: str,
+    *,
+    sha256: str | None = None,
+    timeout: float = 30.0,
+    retries: int = 4,
+    progress: bool | None = None,
+    verify: bool = False,
+) -> str:
+    """Download ``url`` into the cache once, and return the cached file's path.
+
+    The cached file is ``<root>/downloads/<hash of url>-<basename>``, the same
+    in every process. A per-file lock makes concurrent callers for one URL
+    cause one transfer; callers for other URLs do not wait. The body goes into
+    a process-unique temporary file in the same directory, is fsynced and
+    verified, then moved into place with ``os.replace``.
+
+    Args:
+        url: an http(s) URL, a ``file://`` URL or a local path (copied in).
+        sha256: the expected hex digest; checked after the download.
+        timeout: socket timeout in seconds for each connection attempt.
+        retries: extra attempts for connection errors, timeouts, 5xx and 429.
+        progress: show a tqdm bar on stderr; None shows it when stderr is a tty.
+        verify: re-hash a file that is already cached (needs ``sha256``).
+
+    Returns:
+        The path of the cached file.
+
+    Raises:
+        ValueError: for a malformed argument (naming it and its value).
+        HashMismatchError: if the file's sha256 differs from ``sha256``; nothing
+            is cached then.
+        OfflineError: if ``DATASET_KIT_OFFLINE`` is set and the file is not cached.
+        DownloadError: if the server answers 4xx (but 429) or retries run out.
+        FileNotFoundError: if a local source does not exist.
+    """
+    if not isinstance(url, str) or not url:
+        raise ValueError(f"url must be a non-empty string, got {url!r}")
+    expected = _check_hash(sha256, "sha256", sha256)
+    if not (isinstance(timeout, (int, float)) and timeout > 0):
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        raise ValueError(f"retries must be a non-negative integer, got {retries!r}")
+    if verify and expected is None:
+        raise ValueError("verify=True needs sha256= to verify against")
+    url, local = _normalize_url(url)
+    path = _cache_path(url)
+    if os.path.exists(path) and not verify:
+        return path
+    if _offline() and not os.path.exists(path):
+        raise OfflineError(
+            f"{OFFLINE_ENV} is set and {url} is not in the cache (expected at {path})"
+        )
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with _lock(path):
+        if os.path.exists(path):
+            if verify and _sha256_of(path) != expected:
+                os.unlink(path)
+            else:
+                return path
+        if _offline():
+            raise OfflineError(
+                f"{OFFLINE_ENV} is set and {url} is not in the cache (expected at {path})")
+        _remove_stale_parts(path)
+        temp = _unique_temp(path)
+        try:
+            _transfer(url, local, temp, timeout, retries, progress)
+            digest = None if expected is None else _sha256_of(temp)
+            if digest != expected:
+                raise HashMismatchError(
+                    f"sha256 of {url} is {digest}, expected {expected}; the file was discarded"
+                )
+            os.replace(temp, path)
+        except BaseException:
+            if os.path.exists(temp):
+                os.unlink(temp)
+            raise
+        _fsync_directory(os.path.dirname(path))
+    return path
+
+
+def _transfer(url: str, local: str | None, temp: str, timeout: float, retries: int,
+              progress: bool | None) -> None:
+    """Write the source into ``temp``, created with umask permissions, and fsync it."""
+    show = sys.stderr.isatty() if progress is None else bool(progress)
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    with os.fdopen(fd, "wb") as out:
+        if local is not None:
+            if not os.path.isfile(local):
+                raise FileNotFoundError(f"local source {local} (from {url}) does not exist")
+            with open(local, "rb") as source:
+                shutil.copyfileobj(source, out, 1 << 20)
+        else:
+            bar = tqdm(unit="B", unit_scale=True, unit_divisor=1024, disable=not show,
+                       file=sys.stderr, desc=os.path.basename(temp).split(".")[0][:24],
+                       leave=False)
+            with bar:
+                def start(total: int | None) -> None:
+                    bar.reset(total=total)
+
+                with _BackgroundFlush(out) as flusher:
+                    def written(n: int) -> None:
+                        bar.update(n)
+                        flusher.wrote(n)
+
+                    _http.fetch(url, out, timeout=timeout, retries=retries, on_start=start,
+                                on_bytes=written, on_restart=lambda: bar.reset())
+        out.flush()
+        os.fsync(out.fileno())
+
+
+class _BackgroundFlush:
+    """Flush written data to disk in a helper thread while the transfer goes on.
+
+    The file must be on disk before it is renamed into the cache; syncing as we
+    go overlaps the disk with the network, so the final fsync has little left.
+    """
+
+    EVERY = 32 << 20
+
+    def __init__(self, out: Any) -> None:
+        self._out = out
+        self._pending = 0
+        self._wake = threading.Event()
+        self._done = False
+        self._thread = threading.Thread(target=self._run, name="dataset_kit-flush", daemon=True)
+
+    def __enter__(self) -> _BackgroundFlush:
+        self._thread.start()
+        return self
+
+    def wrote(self, n: int) -> None:
+        self._pending += n
+        if self._pending >= self.EVERY:
+            self._pending = 0
+            self._out.flush()
+            self._wake.set()
+
+    def _run(self) -> None:
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            if self._done:
+                return
+            try:
+                os.fdatasync(self._out.fileno())
+            except (OSError, ValueError):
+                return  # the final fsync in the caller reports real failures
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self._done = True
+        self._wake.set()
+        self._thread.join()
+
+
+def cache_or_load_file(path: str | os.PathLike, creator: Callable[[str], Any],
+                       loader: Callable[[str], T]) -> T:
+    """Return ``loader(path)``, first creating ``path`` with ``creator`` if missing.
+
+    ``creator(temp_path)`` writes a file under a temporary directory beside
+    ``path`` (same basename, so savers that add extensions behave); the file is
+    then moved into place atomically under a lock. When processes race, one
+    creator runs and the others wait and load its file. Every caller returns
+    the content of the file that ended up at ``path``.
+
+    Args:
+        path: the cached file.
+        creator: writes the file at the path it is given.
+        loader: reads the file at the path it is given.
+
+    Returns:
+        Whatever ``loader`` returns.
+
+    Raises:
+        TypeError: if ``creator`` or ``loader`` is not callable.
+        FileNotFoundError: if ``creator`` returned without writing its file.
+        Exception: whatever ``creator`` raises; nothing is left behind then.
+    """
+    if not callable(creator) or not callable(loader):
+        raise TypeError(
+            f"creator and loader must be callable, got {type(creator).__name__} and "
+            f"{type(loader).__name__}"
+        )
+    path = os.path.abspath(os.fspath(path))
+    if os.path.exists(path):
+        return loader(path)
+    directory = os.path.dirname(path)
+    os.makedirs(directory, exist_ok=True)
+    with _lock(path):
+        if not os.path.exists(path):
+            staging = tempfile.mkdtemp(prefix=".create-", dir=directory)
+            try:
+                temp = os.path.join(staging, os.path.basename(path))
+                creator(temp)
+                if not os.path.isfile(temp):
+                    raise FileNotFoundError(
+                        f"creator {creator!r} returned without writing {temp} (for {path})")
+                with open(temp, "rb") as f:
+                    os.fsync(f.fileno())
+                os.replace(temp, path)
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
+            _fsync_directory(directory)
+    return loader(path)
+
+
+def cached_extract(url: str, **download_options: Any) -> str:
+    """Download an archive with :func:`cached_download` and extract it once.
+
+    Args:
+        url: the archive's URL or local path.
+        **download_options: passed to :func:`cached_download`.
+
+    Returns:
+        The directory holding the extracted files, ``<root>/extracted/<name>``.
+
+    Raises:
+        UnsafeArchiveError: if an entry would land or link outside the directory.
+        Exception: anything :func:`cached_download` raises.
+    """
+    archive = cached_download(url, **download_options)
+    dest = os.path.join(get_dataset_root(), "extracted", os.path.basename(archive))
+    if os.path.isdir(dest):
+        return dest
+    with _lock(dest):
+        if not os.path.isdir(dest):
+            extract_archive(archive, dest)
+    return dest
