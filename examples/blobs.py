@@ -1,12 +1,20 @@
 """A small dataset module: Gaussian blobs, one per class, with noise augmentation.
 
-This is what a user writes for their own data: subclass DatasetMixin, give it
-``__len__`` and ``get_example``. The augmentation draws from
-``example_rng()``, so it is the same for the same (seed, epoch, example) in
-every iterator and after every resume.
+This is what a user writes for their own data. The raw file is "published" as
+a gzipped CSV in a local folder and fetched with ``cached_download`` from its
+``file://`` URL, exactly as a remote dataset would be from ``https://``; the
+parsed arrays are kept with ``cache_or_load_file``, so only the first run pays
+for parsing. The dataset subclasses DatasetMixin, and its augmentation draws
+from ``example_rng()``, so it is the same for the same (seed, epoch, example)
+in every iterator and after every resume.
 """
 
 from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import tempfile
 
 import numpy as np
 
@@ -23,6 +31,41 @@ def make_blobs(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     labels = rng.integers(0, N_CLASSES, n)
     points = centres[labels] + rng.normal(0.0, 1.0, (n, N_FEATURES))
     return points.astype(np.float32), labels.astype(np.int32)
+
+
+def publish_raw_file(n: int = 20_000) -> str:
+    """Write the raw CSV once into a local "server" folder; return its file:// URL."""
+    folder = os.path.join(tempfile.gettempdir(), "dataset_kit_example_server")
+    path = os.path.join(folder, "blobs.csv.gz")
+    if not os.path.exists(path):
+        os.makedirs(folder, exist_ok=True)
+        x, y = make_blobs(n)
+        table = np.column_stack([y, x])
+        fmt = ["%d"] + ["%.6f"] * N_FEATURES
+        temp = f"{path}.{os.getpid()}.tmp"
+        with gzip.open(temp, "wt") as f:
+            np.savetxt(f, table, fmt=fmt, delimiter=",")
+        os.replace(temp, path)
+    return "file://" + path
+
+
+def load_blobs() -> tuple[np.ndarray, np.ndarray, bool]:
+    """Return ``(x, y, parsed_now)``: download the raw file, parse it once, cache the arrays."""
+    url = publish_raw_file()
+    with open(url[len("file://"):], "rb") as f:
+        sha256 = hashlib.sha256(f.read()).hexdigest()  # a real module hard-codes this
+    raw = dataset_kit.cached_download(url, sha256=sha256)
+    parsed_now = []
+
+    def parse(path: str) -> None:
+        table = np.loadtxt(raw, delimiter=",", dtype=np.float64)
+        np.savez(path, x=table[:, 1:].astype(np.float32), y=table[:, 0].astype(np.int32))
+        parsed_now.append(True)
+
+    cached = os.path.join(dataset_kit.get_dataset_directory("blobs"), "blobs.npz")
+    x, y = dataset_kit.cache_or_load_file(
+        cached, parse, lambda path: tuple(np.load(path)[k] for k in ("x", "y")))
+    return x, y, bool(parsed_now)
 
 
 class Blobs(dataset_kit.DatasetMixin):

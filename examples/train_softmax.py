@@ -10,13 +10,14 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import time
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import dataset_kit  # noqa: E402
-from blobs import N_CLASSES, N_FEATURES, Blobs, make_blobs  # noqa: E402
+from blobs import N_CLASSES, N_FEATURES, Blobs, load_blobs  # noqa: E402
 from dataset_kit.iterators import SerialIterator  # noqa: E402
 from dataset_kit.serializers import load_npz, save_npz  # noqa: E402
 
@@ -73,8 +74,13 @@ def train(model, iterator, stop_at=None, checkpoint_path=None) -> float:
 
 
 def main() -> int:
-    x, y = make_blobs(2000)
-    train_set, test_set = dataset_kit.datasets.split_dataset_random(Blobs(x, y), 1600, seed=0)
+    start = time.perf_counter()
+    x, y, parsed_now = load_blobs()
+    how = "downloaded and parsed" if parsed_now else "loaded from the cache"
+    print(f"data: {len(x)} examples {how} in {time.perf_counter() - start:.2f} s "
+          f"(dataset root {dataset_kit.get_dataset_root()})")
+    train_set, test_set = dataset_kit.datasets.split_dataset_random(
+        Blobs(x, y), int(0.8 * len(x)), seed=0)
     test_x, test_y = dataset_kit.concat_examples(test_set[:])
 
     with tempfile.TemporaryDirectory() as tmp:

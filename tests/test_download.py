@@ -1,0 +1,344 @@
+import hashlib
+import multiprocessing
+import os
+import signal
+import stat
+import time
+
+import numpy as np
+import pytest
+
+import dataset_kit
+from dataset_kit import (
+    DownloadError,
+    HashMismatchError,
+    OfflineError,
+    cache_or_load_file,
+    cached_download,
+    get_dataset_directory,
+    get_dataset_root,
+    set_dataset_root,
+)
+from dataset_kit import _http
+from tests.http_server import Route
+
+BODY = os.urandom(300_000)
+
+
+@pytest.fixture(autouse=True)
+def fast_backoff(monkeypatch):
+    monkeypatch.setattr(_http, "BACKOFF_SECONDS", 0.01)
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def leftovers(root):
+    downloads = root / "downloads"
+    return sorted(p.name for p in downloads.iterdir()) if downloads.exists() else []
+
+
+# -- root ---------------------------------------------------------------------
+
+def test_root_follows_setter_then_env_then_xdg(tmp_path, monkeypatch):
+    monkeypatch.delenv("DATASET_KIT_DATASET_ROOT", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    set_dataset_root(None)
+    assert get_dataset_root() == str(tmp_path / "xdg" / "dataset_kit")
+    monkeypatch.setenv("DATASET_KIT_DATASET_ROOT", str(tmp_path / "env"))
+    assert get_dataset_root() == str(tmp_path / "env")
+    set_dataset_root(tmp_path / "set")
+    try:
+        assert get_dataset_root() == str(tmp_path / "set")
+    finally:
+        set_dataset_root(None)
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.delenv("DATASET_KIT_DATASET_ROOT")
+    assert get_dataset_root() == os.path.expanduser("~/.cache/dataset_kit")
+
+
+def test_set_dataset_root_validates(tmp_path):
+    with pytest.raises(TypeError, match="path must be"):
+        set_dataset_root(3)
+    with pytest.raises(ValueError, match="empty"):
+        set_dataset_root("")
+
+
+def test_get_dataset_directory_creates_unless_asked(dataset_root):
+    path = get_dataset_directory("pfnet/mnist", create_directory=False)
+    assert path == str(dataset_root / "pfnet" / "mnist") and not os.path.exists(path)
+    assert os.path.isdir(get_dataset_directory("pfnet/mnist"))
+    for bad in ("", "/abs", "../up"):
+        with pytest.raises(ValueError, match="dataset_name"):
+            get_dataset_directory(bad)
+
+
+# -- downloads ------------------------------------------------------------------
+
+def test_download_caches_under_a_stable_name_and_downloads_once(http_server, dataset_root):
+    route = Route(BODY)
+    url = http_server.add("/data/train.bin", route)
+    path = cached_download(url, sha256=route.sha256, progress=False)
+    assert read(path) == BODY
+    assert path.startswith(str(dataset_root / "downloads"))
+    assert path.endswith("-train.bin")
+    assert cached_download(url) == path
+    assert route.gets == 1
+    assert leftovers(dataset_root) == [os.path.basename(path)]
+
+
+def test_file_mode_follows_the_umask(http_server, dataset_root):
+    url = http_server.add("/m", Route(b"x"))
+    old = os.umask(0o022)
+    try:
+        path = cached_download(url)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o644
+
+
+def test_hash_mismatch_leaves_nothing_cached(http_server, dataset_root):
+    url = http_server.add("/bad", Route(BODY))
+    wrong = "0" * 64
+    with pytest.raises(HashMismatchError) as info:
+        cached_download(url, sha256=wrong)
+    message = str(info.value)
+    assert url in message and wrong in message and hashlib.sha256(BODY).hexdigest() in message
+    assert isinstance(info.value, ValueError)
+    assert leftovers(dataset_root) == []
+
+
+def test_verify_rehashes_a_cached_file_and_replaces_a_corrupt_one(http_server, dataset_root):
+    route = Route(BODY)
+    url = http_server.add("/v", route)
+    path = cached_download(url)
+    with open(path, "wb") as f:
+        f.write(b"corrupt")
+    assert read(cached_download(url)) == b"corrupt"  # trusted without verify
+    assert read(cached_download(url, sha256=route.sha256, verify=True)) == BODY
+    assert route.gets == 2
+
+
+def test_server_errors_are_retried_with_backoff(http_server, dataset_root):
+    route = Route(BODY, fail=[500, 503, 429])
+    url = http_server.add("/flaky", route)
+    assert read(cached_download(url)) == BODY
+    assert route.gets == 4
+
+
+def test_client_errors_are_not_retried(http_server, dataset_root):
+    route = Route(BODY, fail=[403])
+    url = http_server.add("/forbidden", route)
+    with pytest.raises(DownloadError, match="403"):
+        cached_download(url)
+    assert route.gets == 1
+    with pytest.raises(DownloadError, match="404"):
+        cached_download(http_server.url("/missing"))
+    assert leftovers(dataset_root) == []
+
+
+def test_retries_run_out_with_a_clear_error(http_server, dataset_root):
+    route = Route(BODY, fail=[500] * 10)
+    url = http_server.add("/down", route)
+    with pytest.raises(DownloadError, match="after 3 attempts"):
+        cached_download(url, retries=2)
+    assert route.gets == 3
+    assert leftovers(dataset_root) == []
+
+
+def test_cut_connection_resumes_with_range(http_server, dataset_root):
+    route = Route(BODY, drop_after=100_000, drops=2)
+    url = http_server.add("/cut", route)
+    assert read(cached_download(url, sha256=route.sha256)) == BODY
+    assert route.range_requests >= 1
+
+
+def test_cut_connection_restarts_when_server_ignores_range(http_server, dataset_root):
+    route = Route(BODY, ranges=False, drop_after=100_000, drops=1)
+    url = http_server.add("/norange", route)
+    assert read(cached_download(url, sha256=route.sha256)) == BODY
+    assert route.gets == 2 and route.range_requests == 0
+
+
+def test_slow_server_times_out_then_succeeds(http_server, dataset_root):
+    route = Route(BODY, delay=0.5, slow_requests=1)
+    url = http_server.add("/slow", route)
+    assert read(cached_download(url, timeout=0.2)) == BODY
+    assert route.gets >= 2
+
+
+def test_file_urls_and_local_paths_are_copied_in(tmp_path, dataset_root):
+    source = tmp_path / "source.npz"
+    source.write_bytes(BODY)
+    by_path = cached_download(str(source))
+    by_url = cached_download(source.as_uri())
+    assert by_path == by_url and read(by_path) == BODY
+    assert by_path != str(source)
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        cached_download(str(tmp_path / "nope"))
+    assert leftovers(dataset_root) == [os.path.basename(by_path)]
+
+
+def test_offline_returns_cached_files_and_names_missing_ones(http_server, dataset_root,
+                                                              monkeypatch):
+    route = Route(BODY)
+    url = http_server.add("/o", route)
+    path = cached_download(url)
+    monkeypatch.setenv("DATASET_KIT_OFFLINE", "1")
+    assert cached_download(url) == path
+    missing = http_server.url("/never")
+    with pytest.raises(OfflineError) as info:
+        cached_download(missing)
+    assert missing in str(info.value) and str(dataset_root / "downloads") in str(info.value)
+    assert route.gets == 1
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    ({"sha256": "xyz"}, "sha256"),
+    ({"timeout": 0}, "timeout"),
+    ({"retries": -1}, "retries"),
+    ({"verify": True}, "verify"),
+])
+def test_bad_arguments_are_named(kwargs, name, dataset_root):
+    with pytest.raises(ValueError, match=name):
+        cached_download("http://127.0.0.1:9/x", **kwargs)
+
+
+def test_unsupported_scheme_is_named(dataset_root):
+    with pytest.raises(ValueError, match="ftp://x"):
+        cached_download("ftp://x/y")
+
+
+def test_progress_bar_reports_to_stderr(http_server, dataset_root, capsys):
+    url = http_server.add("/p", Route(BODY))
+    cached_download(url, progress=True)
+    assert "B" in capsys.readouterr().err
+
+
+def _download_in_child(url, root, barrier, results):
+    set_dataset_root(root)
+    barrier.wait()
+    path = cached_download(url, progress=False)
+    results.put((path, hashlib.sha256(read(path)).hexdigest()))
+
+
+def test_eight_processes_make_one_request_and_get_the_same_bytes(http_server, dataset_root):
+    route = Route(BODY, delay=0.02)
+    url = http_server.add("/shared", route)
+    ctx = multiprocessing.get_context("spawn")
+    barrier, results = ctx.Barrier(8), ctx.Queue()
+    procs = [ctx.Process(target=_download_in_child, args=(url, str(dataset_root), barrier, results))
+             for _ in range(8)]
+    for p in procs:
+        p.start()
+    try:
+        answers = [results.get(timeout=60) for _ in procs]
+    finally:
+        for p in procs:
+            p.join(10)
+    assert all(p.exitcode == 0 for p in procs)
+    assert route.gets == 1
+    assert len(set(answers)) == 1
+    assert answers[0][1] == route.sha256
+
+
+def _slow_download(url, root):
+    set_dataset_root(root)
+    cached_download(url, progress=False)
+
+
+def test_sigkill_mid_download_leaves_no_cached_file(http_server, dataset_root):
+    route = Route(BODY, delay=0.2, slow_requests=1)
+    url = http_server.add("/killme", route)
+    proc = multiprocessing.get_context("spawn").Process(
+        target=_slow_download, args=(url, str(dataset_root)))
+    proc.start()
+    deadline = time.monotonic() + 30
+    while not any(n.endswith(".part") for n in leftovers(dataset_root)):
+        assert time.monotonic() < deadline, "the child never started writing"
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.join(10)
+    assert proc.exitcode == -signal.SIGKILL
+    assert not any(not n.endswith(".part") for n in leftovers(dataset_root))
+    path = cached_download(url)
+    assert read(path) == BODY
+    assert leftovers(dataset_root) == [os.path.basename(path)]
+
+
+# -- cache_or_load_file ---------------------------------------------------------
+
+def test_cache_or_load_file_creates_once_then_loads(tmp_path, dataset_root):
+    calls = []
+
+    def creator(path):
+        calls.append(path)
+        np.savez(path, a=np.arange(3))
+
+    target = tmp_path / "cache" / "arrays.npz"
+    first = cache_or_load_file(target, creator, lambda p: np.load(p)["a"].tolist())
+    second = cache_or_load_file(target, creator, lambda p: np.load(p)["a"].tolist())
+    assert first == second == [0, 1, 2]
+    assert len(calls) == 1 and os.path.basename(calls[0]) == "arrays.npz"
+    assert sorted(os.listdir(target.parent)) == ["arrays.npz"]
+
+
+def test_cache_or_load_file_leaves_nothing_when_the_creator_raises(tmp_path, dataset_root):
+    def creator(path):
+        with open(path, "w") as f:
+            f.write("half")
+        raise RuntimeError("creator failed")
+
+    directory = tmp_path / "cache"
+    directory.mkdir()
+    with pytest.raises(RuntimeError, match="creator failed"):
+        cache_or_load_file(directory / "x.txt", creator, read)
+    assert os.listdir(directory) == []
+
+
+def test_cache_or_load_file_validates_callables(tmp_path):
+    with pytest.raises(TypeError, match="creator and loader"):
+        cache_or_load_file(tmp_path / "x", None, read)
+
+
+def test_creator_that_writes_nothing_is_an_error(tmp_path, dataset_root):
+    directory = tmp_path / "cache"
+    with pytest.raises(FileNotFoundError, match="without writing"):
+        cache_or_load_file(directory / "x", lambda p: None, read)
+    assert os.listdir(directory) == []
+
+
+def _race_creator(target, root, log, barrier, results):
+    set_dataset_root(root)
+
+    def creator(path):
+        with open(log, "a") as f:
+            f.write(f"{os.getpid()}\n")
+        time.sleep(0.3)
+        with open(path, "w") as f:
+            f.write(str(os.getpid()))
+
+    barrier.wait()
+    results.put(cache_or_load_file(target, creator, lambda p: open(p).read()))
+
+
+def test_eight_processes_race_and_the_creator_runs_once(tmp_path, dataset_root):
+    ctx = multiprocessing.get_context("spawn")
+    barrier, results = ctx.Barrier(8), ctx.Queue()
+    target, log = str(tmp_path / "shared.txt"), str(tmp_path / "log")
+    procs = [ctx.Process(target=_race_creator,
+                         args=(target, str(dataset_root), log, barrier, results))
+             for _ in range(8)]
+    for p in procs:
+        p.start()
+    try:
+        answers = [results.get(timeout=60) for _ in procs]
+    finally:
+        for p in procs:
+            p.join(10)
+    with open(log) as f:
+        creators = f.read().split()
+    assert len(creators) == 1
+    assert set(answers) == {creators[0]}
