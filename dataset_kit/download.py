@@ -26,6 +26,7 @@ import filelock
 from tqdm import tqdm
 
 from dataset_kit import _http
+from dataset_kit._checks import non_negative_int
 from dataset_kit._archive import UnsafeArchiveError, extract_archive
 from dataset_kit._http import DownloadError
 
@@ -239,8 +240,7 @@ def cached_download(
     expected = _check_hash(sha256, "sha256", sha256)
     if not (isinstance(timeout, (int, float)) and timeout > 0):
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
-    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-        raise ValueError(f"retries must be a non-negative integer, got {retries!r}")
+    retries = non_negative_int("retries", retries)
     if verify and expected is None:
         raise ValueError("verify=True needs sha256= to verify against")
     url, local = _normalize_url(url)

@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from dataset_kit.iterators.order_samplers import OrderSampler, ShuffleOrderSampler, check_seed
+from dataset_kit._checks import non_negative_int
+from dataset_kit.iterators.order_samplers import OrderSampler, ShuffleOrderSampler
 
 
 def _kind_of(sampler: Any) -> str:
@@ -99,7 +100,7 @@ class Orders:
             )
         self._cache.clear()
         if isinstance(self.sampler, ShuffleOrderSampler):
-            self.sampler.seed = check_seed(state.get("seed"), "state['order_sampler']['seed']")
+            self.sampler.seed = non_negative_int("state['order_sampler']['seed']", state.get("seed"))
         elif self.sampler is not None and not self.recomputable:
             if "order" not in state:
                 raise ValueError("state of a stateful order sampler lacks its 'order' array")

@@ -9,17 +9,17 @@ prefetching ones).
 from __future__ import annotations
 
 import json
-import operator
 from typing import Any
 
 import numpy as np
 
 from dataset_kit import _example_context
+from dataset_kit._checks import non_negative_int, positive_int
 from dataset_kit.dataset import fetch_examples
 from dataset_kit.iterators._orders import Orders
 from dataset_kit.iterators._statemachine import BatchPlan, Position, advance
 from dataset_kit.iterators.iterator import Iterator
-from dataset_kit.iterators.order_samplers import ShuffleOrderSampler, check_seed, draw_seed
+from dataset_kit.iterators.order_samplers import ShuffleOrderSampler, draw_seed
 from dataset_kit.serializers import Deserializer
 
 STATE_FORMAT = "dataset_kit.iterator"
@@ -66,14 +66,7 @@ class BatchStream(Iterator):
         order_sampler: Any = None,
         seed: int | None = None,
     ) -> None:
-        if isinstance(batch_size, bool):
-            raise TypeError(f"batch_size must be a positive integer, got {batch_size!r}")
-        try:
-            batch_size = operator.index(batch_size)
-        except TypeError:
-            raise TypeError(f"batch_size must be a positive integer, got {batch_size!r}") from None
-        if batch_size <= 0:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size}")
+        batch_size = positive_int("batch_size", batch_size)
         if shuffle is not None and order_sampler is not None:
             raise ValueError(
                 f"pass either shuffle or order_sampler, not both (got shuffle={shuffle!r} "
@@ -81,7 +74,7 @@ class BatchStream(Iterator):
             )
         if order_sampler is not None and not callable(order_sampler):
             raise TypeError(f"order_sampler must be callable, got {type(order_sampler).__name__}")
-        self.seed = draw_seed() if seed is None else check_seed(seed)
+        self.seed = draw_seed() if seed is None else non_negative_int("seed", seed)
         if order_sampler is None and (shuffle is None or shuffle):
             order_sampler = ShuffleOrderSampler(self.seed)
         self.dataset = dataset
@@ -193,7 +186,7 @@ class BatchStream(Iterator):
         position = self._validate(state)
         self._discard_planned()
         self._orders.load_state_dict(state["order_sampler"], position.epoch)
-        self.seed = check_seed(state["seed"], "state['seed']")
+        self.seed = non_negative_int("state['seed']", state["seed"])
         self._position = self._planned = position
 
     def _validate(self, state: Any) -> Position:

@@ -2,35 +2,17 @@
 
 from __future__ import annotations
 
-import operator
 from typing import Any
 
 import numpy as np
 
+from dataset_kit._checks import non_negative_int
 from dataset_kit._example_context import ORDER_STREAM
 
 
 def draw_seed() -> int:
     """Return a fresh 63-bit seed from the operating system's entropy."""
     return int(np.random.SeedSequence().generate_state(1, np.uint64)[0] >> np.uint64(1))
-
-
-def check_seed(seed: Any, name: str = "seed") -> int:
-    """Return ``seed`` as a non-negative int, or raise naming ``name``.
-
-    Raises:
-        TypeError: if ``seed`` is not an integer.
-        ValueError: if it is negative.
-    """
-    if isinstance(seed, bool):
-        raise TypeError(f"{name} must be a non-negative integer, got {seed!r}")
-    try:
-        seed = operator.index(seed)
-    except TypeError:
-        raise TypeError(f"{name} must be a non-negative integer, got {seed!r}") from None
-    if seed < 0:
-        raise ValueError(f"{name} must be a non-negative integer, got {seed}")
-    return seed
 
 
 class OrderSampler:
@@ -83,7 +65,7 @@ class ShuffleOrderSampler(OrderSampler):
             self.seed = int(random_state.integers(0, 2**63 - 1))
         else:
             try:
-                self.seed = check_seed(random_state, "random_state")
+                self.seed = non_negative_int("random_state", random_state)
             except TypeError:
                 raise TypeError(
                     "random_state must be None, an int seed, a numpy RandomState or Generator, "

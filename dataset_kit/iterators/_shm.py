@@ -1,0 +1,237 @@
+"""Shared-memory blocks that carry batch arrays from workers to the main process.
+
+A block is a file in ``/dev/shm`` mapped by both sides. Workers copy a batch's
+arrays into a block and send only a small skeleton (the batch's structure
+with :class:`ArrayRef` placeholders); the main process rebuilds the batch as
+numpy views of the block. All views of one delivery share a *lease* array;
+when the last of them is garbage-collected the block returns to the pool, so
+an array handed to the caller is never overwritten while it is referenced.
+
+Every block of an iterator has the iterator's name prefix, so whatever a
+crash leaves behind is found and unlinked by prefix.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import threading
+import weakref
+from collections import deque
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from dataset_kit.batch import ExampleBatch
+
+SHM_DIR = "/dev/shm"
+ALIGN = 64
+# Below this many bytes an array is cheaper to pickle than to place.
+MIN_SHARED_BYTES = 1024
+
+
+def available() -> bool:
+    """Whether POSIX shared memory is usable through ``/dev/shm`` here."""
+    return os.path.isdir(SHM_DIR) and os.access(SHM_DIR, os.W_OK)
+
+
+class Block:
+    """A named shared-memory file, mapped into this process.
+
+    Args:
+        name: the file name in ``/dev/shm``.
+        size: its size in bytes.
+        create: create it (and reserve its pages) rather than open it.
+
+    Raises:
+        OSError: if the file cannot be created, reserved or opened (for
+            example ``ENOSPC`` when ``/dev/shm`` is full).
+    """
+
+    def __init__(self, name: str, size: int, create: bool) -> None:
+        path = os.path.join(SHM_DIR, name)
+        fd = os.open(path, os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0), 0o600)
+        try:
+            if create:
+                try:
+                    # Reserve the pages now: a full /dev/shm is an OSError
+                    # here, not a SIGBUS on first write.
+                    os.posix_fallocate(fd, 0, size)
+                except BaseException:
+                    os.unlink(path)
+                    raise
+            self.mmap = mmap.mmap(fd, size)
+        finally:
+            os.close(fd)
+        self.name = name
+        self.size = size
+
+    def close(self) -> None:
+        try:
+            self.mmap.close()
+        except BufferError:
+            pass  # views are still alive; the mapping goes when they do
+
+
+def unlink(name: str) -> None:
+    try:
+        os.unlink(os.path.join(SHM_DIR, name))
+    except FileNotFoundError:
+        pass
+
+
+def unlink_prefix(prefix: str) -> None:
+    """Unlink every block whose name starts with ``prefix``."""
+    try:
+        names = os.listdir(SHM_DIR)
+    except OSError:
+        return
+    for name in names:
+        if name.startswith(prefix):
+            unlink(name)
+
+
+def block_size_for(nbytes: int) -> int:
+    """Size a new block for ``nbytes``, with headroom so later batches fit too."""
+    size = max(nbytes + nbytes // 4, 1 << 16)
+    return -(-size // mmap.PAGESIZE) * mmap.PAGESIZE
+
+
+# -- packing (worker side) -----------------------------------------------------------
+
+class ArrayRef(NamedTuple):
+    """Where one array of a batch lies in its block."""
+
+    offset: int
+    shape: tuple
+    dtype: str
+
+
+def split_arrays(obj: Any, arrays: list) -> Any:
+    """Return ``obj``'s skeleton; large arrays are appended to ``arrays``.
+
+    Placeholders hold the array's position in ``arrays`` until
+    :func:`place_arrays` turns them into offsets.
+    """
+    if isinstance(obj, np.ndarray):
+        if obj.dtype.hasobject or obj.nbytes < MIN_SHARED_BYTES:
+            return obj
+        arrays.append(obj)
+        return ArrayRef(len(arrays) - 1, obj.shape, obj.dtype.str)
+    if isinstance(obj, ExampleBatch):
+        return _SharedBatch(split_arrays(obj.columns, arrays))
+    if type(obj) is tuple:
+        return tuple(split_arrays(x, arrays) for x in obj)
+    if type(obj) is list:
+        return [split_arrays(x, arrays) for x in obj]
+    if type(obj) is dict:
+        return {k: split_arrays(v, arrays) for k, v in obj.items()}
+    return obj
+
+
+class _SharedBatch(NamedTuple):
+    columns: Any
+
+
+def layout(arrays: list) -> tuple[list[int], int]:
+    """Return each array's aligned offset and the total bytes needed."""
+    offsets, total = [], 0
+    for a in arrays:
+        offsets.append(total)
+        total += -(-a.nbytes // ALIGN) * ALIGN
+    return offsets, total
+
+
+def place_arrays(skeleton: Any, arrays: list, offsets: list[int], buffer: mmap.mmap) -> Any:
+    """Copy ``arrays`` into ``buffer`` at ``offsets``; return the skeleton with offsets."""
+    for a, offset in zip(arrays, offsets):
+        np.copyto(np.ndarray(a.shape, a.dtype, buffer=buffer, offset=offset), a, casting="no")
+    return _map_refs(skeleton, lambda ref: ArrayRef(offsets[ref.offset], ref.shape, ref.dtype))
+
+
+def _map_refs(obj: Any, fn: Any, batch: Any = _SharedBatch) -> Any:
+    """Rebuild a skeleton with ``fn(ref)`` for each ArrayRef and ``batch(columns)``
+    for each batch marker."""
+    if isinstance(obj, ArrayRef):
+        return fn(obj)
+    if isinstance(obj, _SharedBatch):
+        return batch(_map_refs(obj.columns, fn, batch))
+    if type(obj) is tuple:
+        return tuple(_map_refs(x, fn, batch) for x in obj)
+    if type(obj) is list:
+        return [_map_refs(x, fn, batch) for x in obj]
+    if type(obj) is dict:
+        return {k: _map_refs(v, fn, batch) for k, v in obj.items()}
+    return obj
+
+
+# -- unpacking and the pool (main side) ---------------------------------------------
+
+class BlockPool:
+    """The main process's blocks: free ones to lend to workers, leased ones in use.
+
+    Args:
+        prefix: the name prefix of this iterator's blocks.
+    """
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        self._blocks: dict[str, Block] = {}
+        self._free: deque[Block] = deque()
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def take(self) -> Block | None:
+        """Lend a free block (the most recently freed), or None."""
+        with self._lock:
+            return self._free.pop() if self._free else None
+
+    def give_back(self, block: Block) -> None:
+        """Return a block that holds nothing the caller can see."""
+        with self._lock:
+            if self._closed:
+                block.close()
+            else:
+                self._free.append(block)
+
+    def adopt(self, name: str, size: int) -> Block:
+        """Map a block a worker created; the pool owns (and will unlink) it."""
+        block = Block(name, size, create=False)
+        with self._lock:
+            self._blocks[name] = block
+        return block
+
+    def retire(self, block: Block) -> None:
+        """Unlink a block that is too small to keep lending."""
+        with self._lock:
+            self._blocks.pop(block.name, None)
+        unlink(block.name)
+        block.close()
+
+    def unpack(self, skeleton: Any, block: Block, nbytes: int) -> Any:
+        """Rebuild a batch as views of ``block``; the block returns when they die."""
+        lease = np.frombuffer(block.mmap, np.uint8, count=nbytes)
+        weakref.finalize(lease, self.give_back, block)
+
+        def view(ref: ArrayRef) -> np.ndarray:
+            dtype = np.dtype(ref.dtype)
+            count = int(np.prod(ref.shape, dtype=np.int64)) * dtype.itemsize
+            return lease[ref.offset:ref.offset + count].view(dtype).reshape(ref.shape)
+
+        return restore(skeleton, view)
+
+    def close(self) -> None:
+        """Unlink every block of this iterator, including any a crash left unreported."""
+        with self._lock:
+            self._closed = True
+            blocks = list(self._blocks.values())
+            self._blocks.clear()
+            self._free.clear()
+        unlink_prefix(self.prefix)
+        for block in blocks:
+            block.close()
+
+
+def restore(skeleton: Any, view: Any) -> Any:
+    """Turn a skeleton back into a batch, calling ``view`` for each ArrayRef."""
+    return _map_refs(skeleton, view, ExampleBatch)

@@ -1,0 +1,169 @@
+"""MultiprocessIterator: whole batches built by worker processes, delivered zero-copy."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from dataset_kit._checks import positive_int
+from dataset_kit.iterators._prefetch import PrefetchingStream
+from dataset_kit.iterators._process_pool import ProcessPool, WorkerDiedError, WorkerError
+from dataset_kit.iterators._statemachine import BatchPlan
+
+
+class MultiprocessIterator(PrefetchingStream):
+    """Yields batches built ahead of time by worker processes.
+
+    The main process owns the order: it plans every batch with the same state
+    machine as :class:`~dataset_kit.iterators.SerialIterator` and hands each
+    worker the indices of whole batches, which come back in order. For the same
+    seed the batches (augmentation included, through
+    :func:`~dataset_kit.iterators.example_rng`) are identical to the serial
+    iterator's for any ``n_processes`` and start method.
+
+    Arrays travel through reusable shared-memory blocks: the caller receives
+    numpy views, and a block is reused only once nothing references its
+    arrays. Non-array parts of examples are pickled. Workers start on the first
+    ``next()`` and live until :meth:`finalize` (or the ``with`` block's end,
+    garbage collection, or interpreter exit), which also unlinks every block.
+
+    Args:
+        dataset: any sized, indexable dataset.
+        batch_size: examples per batch.
+        repeat: whether to loop over the dataset forever.
+        shuffle: whether to shuffle; None means shuffle unless
+            ``order_sampler`` is given.
+        n_processes: worker processes; None means ``os.cpu_count()``.
+        n_prefetch: batches each worker keeps queued beyond the one it builds.
+        shared_mem: accepted for Chainer compatibility and ignored; blocks size
+            themselves.
+        order_sampler: a Chainer-style order sampler.
+        dataset_timeout: seconds after which a batch still being built is
+            warned about (None: never).
+        maxtasksperchild: batches a worker builds before it is replaced
+            (None: never).
+        seed: seeds the shuffle and ``example_rng``.
+        converter: if given (e.g. ``concat_examples``), workers apply it and the
+            iterator yields converted batches.
+        start_method: ``"fork"`` (the default where available), ``"forkserver"``
+            or ``"spawn"``.
+        worker_init: ``worker_init(worker_index, n_workers)`` runs once in each
+            worker before its first batch.
+
+    Raises:
+        TypeError: for arguments of the wrong type, or (on the first ``next()``)
+            a dataset that cannot be pickled for ``spawn``/``forkserver``.
+        ValueError: for out-of-range arguments or an unknown start method.
+        WorkerError: (from ``next()``) when a worker dies or raises.
+    """
+
+    def __init__(
+        self,
+        dataset: Any,
+        batch_size: int,
+        repeat: bool = True,
+        shuffle: bool | None = None,
+        n_processes: int | None = None,
+        n_prefetch: int = 1,
+        shared_mem: int | None = None,
+        order_sampler: Any = None,
+        dataset_timeout: float | None = 30.0,
+        maxtasksperchild: int | None = None,
+        seed: int | None = None,
+        converter: Callable[[Any], Any] | None = None,
+        start_method: str | None = None,
+        worker_init: Callable[[int, int], Any] | None = None,
+    ) -> None:
+        self.n_processes = positive_int(
+            "n_processes", (os.cpu_count() or 1) if n_processes is None else n_processes)
+        self.n_prefetch = positive_int("n_prefetch", n_prefetch)
+        if shared_mem is not None:
+            positive_int("shared_mem", shared_mem)
+        if dataset_timeout is not None and not (
+                isinstance(dataset_timeout, (int, float)) and dataset_timeout > 0):
+            raise ValueError(
+                f"dataset_timeout must be a positive number of seconds or None, "
+                f"got {dataset_timeout!r}")
+        if maxtasksperchild is not None:
+            positive_int("maxtasksperchild", maxtasksperchild)
+        methods = multiprocessing.get_all_start_methods()
+        if start_method is None:
+            start_method = "fork" if "fork" in methods else methods[0]
+        elif start_method not in methods:
+            raise ValueError(f"start_method must be one of {methods}, got {start_method!r}")
+        for name, fn in (("converter", converter), ("worker_init", worker_init)):
+            if fn is not None and not callable(fn):
+                raise TypeError(f"{name} must be callable or None, got {type(fn).__name__}")
+        super().__init__(dataset, batch_size, repeat, shuffle, order_sampler, seed)
+        self.converter = converter
+        self.start_method = start_method
+        self.dataset_timeout = dataset_timeout
+        self.maxtasksperchild = maxtasksperchild
+        self.worker_init = worker_init
+        self._depth = self.n_processes * (self.n_prefetch + 1)
+        self._pool: ProcessPool | None = None
+        self._next_task = 0
+        self._finalizer: weakref.finalize | None = None
+        self._failure: BaseException | None = None
+
+    def _workers(self) -> ProcessPool:
+        if self._pool is None:
+            self._pool = ProcessPool(
+                self.n_processes, self.start_method, self.dataset, self.converter,
+                self.worker_init, self.maxtasksperchild, self.dataset_timeout)
+            # Finalize on garbage collection and at interpreter exit too; the
+            # callback holds the pool, never the iterator.
+            self._finalizer = weakref.finalize(self, self._pool.close)
+        return self._pool
+
+    def _submit(self, plan: BatchPlan) -> tuple:
+        task_id = self._next_task
+        self._next_task += 1
+        return task_id, self._workers().submit(task_id, plan.indices, plan.epochs, self.seed)
+
+    def _collect(self, handle: tuple) -> Any:
+        task_id, worker = handle
+        return self._pool.receive(worker, task_id)
+
+    def _cancel(self, handles: list) -> None:
+        for task_id, _ in handles:
+            self._pool.cancel(task_id)
+
+    def __next__(self) -> Any:
+        if self._failure is not None:
+            raise RuntimeError(
+                "MultiprocessIterator stopped after a worker failure; create a new iterator"
+            ) from self._failure
+        try:
+            return super().__next__()
+        except WorkerError as error:
+            if not isinstance(error, WorkerDiedError):
+                raise  # the worker's own exception; the next call retries the batch
+            self._fail(error)
+            raise
+        except BaseException as error:
+            # A death, an interrupt or a broken pipe leaves the pipeline in an
+            # unknown state: stop everything at once.
+            self._fail(error)
+            raise
+
+    def _fail(self, error: BaseException) -> None:
+        self._failure = error
+        self.finalize()
+
+    def finalize(self) -> None:
+        """Stop every worker and unlink every shared-memory block. Idempotent.
+
+        Arrays already handed out stay valid: their memory is released when
+        the last reference to them goes.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        self._pending.clear()
+        if self._finalizer is not None:
+            self._finalizer()
+
