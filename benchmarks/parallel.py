@@ -1,0 +1,119 @@
+"""Parallel iterators, each figure a ratio against a baseline from the same run.
+
+1. CPU-bound examples (about 1 ms of numpy work each, batch 32):
+   MultiprocessIterator(n_processes=2) throughput / SerialIterator throughput.
+2. Large examples (3x224x224 float32, batch 64, converter=concat_examples):
+   GB/s delivered to the main process / GB/s of a bare np.copyto of one
+   batch-sized array.
+3. Time to the first batch with 2 workers (fork), median of 5.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import numpy as np
+from _timing import best_of
+
+from dataset_kit import DatasetMixin, concat_examples
+from dataset_kit.datasets import TupleDataset
+from dataset_kit.iterators import MultiprocessIterator, SerialIterator
+
+
+class CpuBound(DatasetMixin):
+    """Each example costs ``rounds`` passes of np.sin over 4096 values (~1 ms)."""
+
+    def __init__(self, n: int, rounds: int) -> None:
+        self.n, self.rounds = n, rounds
+
+    def __len__(self) -> int:
+        return self.n
+
+    def get_example(self, i: int):
+        a = np.full(4096, i, dtype=np.float64)
+        for _ in range(self.rounds):
+            a = np.sin(a)
+        return a.astype(np.float32), np.int32(i)
+
+
+def calibrate_rounds(target_seconds: float = 1e-3) -> int:
+    probe = CpuBound(1, 100)
+    start = time.perf_counter()
+    for _ in range(20):
+        probe.get_example(0)
+    per_round = (time.perf_counter() - start) / (20 * 100)
+    return max(1, round(target_seconds / per_round))
+
+
+def consume(it, batches: int) -> None:
+    for _ in range(batches):
+        batch = next(it)
+        if not isinstance(batch, tuple):
+            concat_examples(batch)
+
+
+def cpu_bound() -> tuple[float, float]:
+    dataset = CpuBound(4096, calibrate_rounds())
+    batches = 60
+    serial = SerialIterator(dataset, 32, seed=0)
+    parallel = MultiprocessIterator(dataset, 32, seed=0, n_processes=2)
+    consume(serial, 1)
+    consume(parallel, 2)  # workers started and warm
+    t = best_of(3, serial=lambda: consume(serial, batches),
+                parallel=lambda: consume(parallel, batches))
+    parallel.finalize()
+    return batches * 32 / t["serial"], batches * 32 / t["parallel"]
+
+
+def large_examples() -> tuple[float, float]:
+    x = np.random.default_rng(0).random((256, 3, 224, 224), dtype=np.float32)
+    dataset = TupleDataset(x, np.arange(256, dtype=np.int32))
+    batch_bytes = 64 * x[0].nbytes
+    source = np.ones((64, 3, 224, 224), np.float32)
+    target = np.empty_like(source)
+    copies = 20
+    copy_time = best_of(5, copy=lambda: [np.copyto(target, source) for _ in range(copies)])
+    it = MultiprocessIterator(dataset, 64, seed=0, n_processes=2, converter=concat_examples)
+    consume(it, 4)
+    batches = 40
+
+    def deliver() -> None:
+        for _ in range(batches):
+            xb, yb = next(it)
+            assert xb.shape == (64, 3, 224, 224)
+
+    t = best_of(3, deliver=deliver)
+    it.finalize()
+    return (batches * batch_bytes / t["deliver"] / 1e9,
+            copies * batch_bytes / copy_time["copy"] / 1e9)
+
+
+def first_batch_latency(dataset) -> float:
+    times = []
+    for _ in range(5):
+        start = time.perf_counter()
+        with MultiprocessIterator(dataset, 32, seed=0, n_processes=2,
+                                  start_method="fork") as it:
+            next(it)
+            times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main() -> None:
+    serial, parallel = cpu_bound()
+    print(f"1. CPU-bound, batch 32: serial {serial:.0f} ex/s, multiprocess(2) {parallel:.0f} ex/s")
+    print(f"   ratio multiprocess / serial: {parallel / serial:.2f}  (target >= 1.7)")
+    delivered, copy = large_examples()
+    print(f"2. 3x224x224 float32, batch 64: delivered {delivered:.2f} GB/s, "
+          f"np.copyto {copy:.2f} GB/s")
+    print(f"   ratio delivered / copy: {delivered / copy:.2f}  (target >= 0.33)")
+    cheap = TupleDataset(np.zeros((4096, 784), np.float32), np.zeros(4096, np.int32))
+    heavy = CpuBound(4096, calibrate_rounds())
+    print(f"3. first batch, 2 workers, fork: {first_batch_latency(cheap) * 1e3:.1f} ms "
+          f"(array dataset), {first_batch_latency(heavy) * 1e3:.1f} ms "
+          f"(32 examples of ~1 ms each)  (target < 50 ms)")
+
+
+if __name__ == "__main__":
+    main()
