@@ -20,13 +20,14 @@ def normalize_index(index: Any, length: int) -> int:
         IndexError: if ``index`` is out of range.
     """
     if isinstance(index, (bool, np.bool_)):
-        raise TypeError(f"dataset index must be an integer, got bool {index!r}")
+        raise TypeError(
+            f"dataset index must be an integer, got bool {index!r} (dataset length {length})")
     try:
         i = operator.index(index)
     except TypeError:
         raise TypeError(
             f"dataset index must be an integer, slice or 1-D integer array, "
-            f"got {type(index).__name__} {index!r}"
+            f"got {type(index).__name__} {_short(index)} (dataset length {length})"
         ) from None
     if i < -length or i >= length:
         raise IndexError(f"dataset index {i} is out of range for a dataset of length {length}")

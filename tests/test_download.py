@@ -342,3 +342,14 @@ def test_eight_processes_race_and_the_creator_runs_once(tmp_path, dataset_root):
         creators = f.read().split()
     assert len(creators) == 1
     assert set(answers) == {creators[0]}
+
+
+def test_redirects_from_https_to_http_are_refused():
+    import urllib.request
+
+    handler = _http._NoDowngradeRedirects()
+    request = urllib.request.Request("https://example.invalid/data.bin")
+    with pytest.raises(DownloadError, match="leaves https"):
+        handler.redirect_request(request, None, 302, "Found", {}, "http://example.invalid/d")
+    same = handler.redirect_request(request, None, 302, "Found", {}, "https://mirror.invalid/d")
+    assert same.full_url == "https://mirror.invalid/d"
