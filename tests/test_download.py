@@ -217,6 +217,25 @@ def test_progress_bar_reports_to_stderr(http_server, dataset_root, capsys):
     assert "B" in capsys.readouterr().err
 
 
+def run_together(n, target, *args):
+    """Run ``target(*args, barrier, results)`` in n spawned processes released at once.
+
+    Returns what each put on ``results``; every process must exit cleanly.
+    """
+    ctx = multiprocessing.get_context("spawn")
+    barrier, results = ctx.Barrier(n), ctx.Queue()
+    procs = [ctx.Process(target=target, args=(*args, barrier, results)) for _ in range(n)]
+    for p in procs:
+        p.start()
+    try:
+        answers = [results.get(timeout=60) for _ in procs]
+    finally:
+        for p in procs:
+            p.join(10)
+    assert all(p.exitcode == 0 for p in procs)
+    return answers
+
+
 def _download_in_child(url, root, barrier, results):
     set_dataset_root(root)
     barrier.wait()
@@ -227,18 +246,7 @@ def _download_in_child(url, root, barrier, results):
 def test_eight_processes_make_one_request_and_get_the_same_bytes(http_server, dataset_root):
     route = Route(BODY, delay=0.02)
     url = http_server.add("/shared", route)
-    ctx = multiprocessing.get_context("spawn")
-    barrier, results = ctx.Barrier(8), ctx.Queue()
-    procs = [ctx.Process(target=_download_in_child, args=(url, str(dataset_root), barrier, results))
-             for _ in range(8)]
-    for p in procs:
-        p.start()
-    try:
-        answers = [results.get(timeout=60) for _ in procs]
-    finally:
-        for p in procs:
-            p.join(10)
-    assert all(p.exitcode == 0 for p in procs)
+    answers = run_together(8, _download_in_child, url, str(dataset_root))
     assert route.gets == 1
     assert len(set(answers)) == 1
     assert answers[0][1] == route.sha256
@@ -325,19 +333,8 @@ def _race_creator(target, root, log, barrier, results):
 
 
 def test_eight_processes_race_and_the_creator_runs_once(tmp_path, dataset_root):
-    ctx = multiprocessing.get_context("spawn")
-    barrier, results = ctx.Barrier(8), ctx.Queue()
     target, log = str(tmp_path / "shared.txt"), str(tmp_path / "log")
-    procs = [ctx.Process(target=_race_creator,
-                         args=(target, str(dataset_root), log, barrier, results))
-             for _ in range(8)]
-    for p in procs:
-        p.start()
-    try:
-        answers = [results.get(timeout=60) for _ in procs]
-    finally:
-        for p in procs:
-            p.join(10)
+    answers = run_together(8, _race_creator, target, str(dataset_root), log)
     with open(log) as f:
         creators = f.read().split()
     assert len(creators) == 1
