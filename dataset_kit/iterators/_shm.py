@@ -178,7 +178,9 @@ class BlockPool:
         self.prefix = prefix
         self._blocks: dict[str, Block] = {}
         self._free: deque[Block] = deque()
-        self._lock = threading.Lock()
+        # Re-entrant: a lease's finalizer (give_back) can run during a garbage
+        # collection triggered while this thread already holds the lock.
+        self._lock = threading.RLock()
         self._closed = False
 
     def take(self) -> Block | None:
