@@ -16,7 +16,6 @@ import re
 import shutil
 import sys
 import tempfile
-import threading
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
@@ -25,7 +24,7 @@ from typing import Any, TypeVar
 import filelock
 from tqdm import tqdm
 
-from dataset_kit import _http
+from dataset_kit import _files, _http
 from dataset_kit._checks import non_negative_int
 from dataset_kit._archive import UnsafeArchiveError, extract_archive
 from dataset_kit._http import DownloadError
@@ -172,21 +171,6 @@ def _check_hash(expected: str | None, name: str, value: Any) -> str | None:
     return expected.lower()
 
 
-def _fsync_directory(directory: str) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:  # pragma: no cover - platforms without directory fds
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _unique_temp(path: str) -> str:
-    return f"{path}.{os.getpid()}-{os.urandom(4).hex()}.part"
-
-
 def _remove_stale_parts(path: str) -> None:
     # Called under the file's lock: any temporary file for it belongs to a
     # process that died mid-transfer (a live writer would hold the lock).
@@ -262,7 +246,7 @@ def cached_download(
             raise OfflineError(
                 f"{OFFLINE_ENV} is set and {url} is not in the cache (expected at {path})")
         _remove_stale_parts(path)
-        temp = _unique_temp(path)
+        temp = _files.unique_temp(path)
         try:
             _transfer(url, local, temp, timeout, retries, progress)
             digest = None if expected is None else _sha256_of(temp)
@@ -275,7 +259,7 @@ def cached_download(
             if os.path.exists(temp):
                 os.unlink(temp)
             raise
-        _fsync_directory(os.path.dirname(path))
+        _files.fsync_directory(os.path.dirname(path))
     return path
 
 
@@ -298,7 +282,7 @@ def _transfer(url: str, local: str | None, temp: str, timeout: float, retries: i
                 def start(total: int | None) -> None:
                     bar.reset(total=total)
 
-                with _BackgroundFlush(out) as flusher:
+                with _files.BackgroundFlush(out) as flusher:
                     def written(n: int) -> None:
                         bar.update(n)
                         flusher.wrote(n)
@@ -307,50 +291,6 @@ def _transfer(url: str, local: str | None, temp: str, timeout: float, retries: i
                                 on_bytes=written, on_restart=lambda: bar.reset())
         out.flush()
         os.fsync(out.fileno())
-
-
-class _BackgroundFlush:
-    """Flush written data to disk in a helper thread while the transfer goes on.
-
-    The file must be on disk before it is renamed into the cache; syncing as we
-    go overlaps the disk with the network, so the final fsync has little left.
-    """
-
-    EVERY = 32 << 20
-
-    def __init__(self, out: Any) -> None:
-        self._out = out
-        self._pending = 0
-        self._wake = threading.Event()
-        self._done = False
-        self._thread = threading.Thread(target=self._run, name="dataset_kit-flush", daemon=True)
-
-    def __enter__(self) -> _BackgroundFlush:
-        self._thread.start()
-        return self
-
-    def wrote(self, n: int) -> None:
-        self._pending += n
-        if self._pending >= self.EVERY:
-            self._pending = 0
-            self._out.flush()
-            self._wake.set()
-
-    def _run(self) -> None:
-        while True:
-            self._wake.wait()
-            self._wake.clear()
-            if self._done:
-                return
-            try:
-                os.fdatasync(self._out.fileno())
-            except (OSError, ValueError):
-                return  # the final fsync in the caller reports real failures
-
-    def __exit__(self, *exc_info: Any) -> None:
-        self._done = True
-        self._wake.set()
-        self._thread.join()
 
 
 def cache_or_load_file(path: str | os.PathLike, creator: Callable[[str], Any],
@@ -400,7 +340,7 @@ def cache_or_load_file(path: str | os.PathLike, creator: Callable[[str], Any],
                 os.replace(temp, path)
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
-            _fsync_directory(directory)
+            _files.fsync_directory(directory)
     return loader(path)
 
 

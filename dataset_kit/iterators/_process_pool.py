@@ -102,7 +102,6 @@ class ProcessPool:
         self.dataset_timeout = dataset_timeout
         self.workers: list[_Worker] = []
         self._retiring: list[_Worker] = []
-        self._discarded: set[int] = set()
         self.closed = False
         try:
             for index in range(n_workers):
@@ -125,6 +124,7 @@ class ProcessPool:
 
     def submit(self, task_id: int, indices: Any, epochs: Any, seed: int) -> _Worker:
         """Send a task to its worker (round robin by id); return that worker."""
+        self._retiring = [w for w in self._retiring if not self._gone(w)]
         worker = self.workers[task_id % self.n_workers]
         if self.max_tasks is not None and worker.sent >= self.max_tasks:
             # The old process answers what it has, says "retire" and exits;
@@ -143,14 +143,12 @@ class ProcessPool:
         worker.sent += 1
         return worker
 
-    def cancel(self, task_id: int) -> None:
-        """Drop the answer to ``task_id`` when it arrives."""
-        self._discarded.add(task_id)
-
     def receive(self, worker: _Worker, task_id: int) -> Any:
         """Wait for the answer to ``task_id`` from ``worker``; return the batch.
 
-        Answers to cancelled tasks that come first are read and dropped.
+        Each worker answers in the order it was sent tasks, and the caller
+        asks in task order, so any answer that comes first belongs to a
+        cancelled task: it is read and dropped.
 
         Raises:
             WorkerDiedError: if any worker dies.
@@ -166,8 +164,16 @@ class ProcessPool:
                 if isinstance(result, WorkerError):
                     raise result
                 return result
-            self._discarded.discard(answered)
             del result  # a dropped batch's block returns to the pool
+
+    @staticmethod
+    def _gone(worker: _Worker) -> bool:
+        """Whether a retiring worker has answered everything and exited (then reap it)."""
+        if worker.pending or worker.process.exitcode is None:
+            return False
+        worker.process.join()
+        worker.conn.close()
+        return True
 
     def _accept(self, message: tuple, lent: Any, worker: _Worker) -> Any:
         if message[0] == "error":

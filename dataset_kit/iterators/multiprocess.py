@@ -129,8 +129,9 @@ class MultiprocessIterator(PrefetchingStream):
         return self._pool.receive(worker, task_id)
 
     def _cancel(self, handles: list) -> None:
-        for task_id, _ in handles:
-            self._pool.cancel(task_id)
+        # Nothing to send: the pool reads and drops answers to tasks that
+        # are no longer awaited when it next reads from their worker.
+        pass
 
     def __next__(self) -> Any:
         if self._failure is not None:
