@@ -8,7 +8,6 @@ import time
 import numpy as np
 import pytest
 
-import dataset_kit
 from dataset_kit import (
     DownloadError,
     HashMismatchError,

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import numpy as np
 
 from dataset_kit import _example_context
 from dataset_kit._checks import non_negative_int, positive_int
