@@ -140,6 +140,8 @@ class MultiprocessIterator(PrefetchingStream):
             ) from self._failure
         try:
             return super().__next__()
+        except StopIteration:
+            raise
         except WorkerError as error:
             if not isinstance(error, WorkerDiedError):
                 raise  # the worker's own exception; the next call retries the batch

@@ -97,6 +97,8 @@ def test_non_repeating_iteration_stops_with_a_short_batch():
     with MultiprocessIterator(TupleDataset(np.arange(7)), 3, repeat=False, shuffle=False,
                               n_processes=2) as it:
         assert [len(b) for b in it] == [3, 3, 1]
+        with pytest.raises(StopIteration):
+            next(it)  # stays exhausted, and is not mistaken for a failure
 
 
 def test_worker_init_runs_once_in_each_worker(pids):
