@@ -79,8 +79,12 @@ def main() -> int:
     how = "downloaded and parsed" if parsed_now else "loaded from the cache"
     print(f"data: {len(x)} examples {how} in {time.perf_counter() - start:.2f} s "
           f"(dataset root {dataset_kit.get_dataset_root()})")
-    train_set, test_set = dataset_kit.datasets.split_dataset_random(
-        Blobs(x, y), int(0.8 * len(x)), seed=0)
+    # The same seed splits the augmented and the clean view identically, so
+    # the two parts are disjoint; evaluation uses clean, deterministic data.
+    n_train = int(0.8 * len(x))
+    train_set, _ = dataset_kit.datasets.split_dataset_random(Blobs(x, y), n_train, seed=0)
+    _, test_set = dataset_kit.datasets.split_dataset_random(
+        Blobs(x, y, noise=0.0), n_train, seed=0)
     test_x, test_y = dataset_kit.concat_examples(test_set[:])
 
     with tempfile.TemporaryDirectory() as tmp:
