@@ -231,10 +231,6 @@ def cached_download(
     path = _cache_path(url)
     if os.path.exists(path) and not verify:
         return path
-    if _offline() and not os.path.exists(path):
-        raise OfflineError(
-            f"{OFFLINE_ENV} is set and {url} is not in the cache (expected at {path})"
-        )
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with _lock(path):
         if os.path.exists(path):

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-
 from dataset_kit import _example_context
 from dataset_kit._checks import non_negative_int, positive_int
 from dataset_kit.dataset import fetch_examples
