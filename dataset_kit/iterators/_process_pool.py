@@ -189,7 +189,9 @@ class ProcessPool:
         if name is None:
             if lent is not None:
                 self.blocks.give_back(lent)
-            return _shm.restore(skeleton, None)
+            # Without shared memory the worker sent the batch itself; with it,
+            # a batch too small to place still carries batch markers to rebuild.
+            return _shm.restore(skeleton, None) if self.use_shm else skeleton
         if lent is not None and lent.name == name:
             block = lent
         else:
