@@ -325,3 +325,18 @@ def test_workers_exit_and_clean_up_when_the_parent_is_killed(pids):
         time.sleep(0.05)
     assert not [p for p in recorded_pids(pids) if alive(p)]
     assert prefix_blocks(proc.pid) == []
+
+
+def test_without_shared_memory_batches_are_pickled_and_identical(monkeypatch):
+    from dataset_kit.iterators import _shm
+
+    monkeypatch.setattr(_shm, "available", lambda: False)
+    x = np.random.default_rng(2).random((30, 400))
+    ds = TupleDataset(x, np.arange(30))
+    expected = [concat_examples(b) for b in _serial_batches(ds, 4, 8)]
+    with MultiprocessIterator(ds, 4, seed=0, n_processes=2, start_method="fork") as it:
+        for want in expected:
+            got = concat_examples(next(it))
+            np.testing.assert_array_equal(got[0], want[0])
+            np.testing.assert_array_equal(got[1], want[1])
+        assert shm_blocks() == []
