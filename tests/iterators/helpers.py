@@ -114,3 +114,10 @@ def alive(pid: int) -> bool:
             return f.read().split(")")[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+class Reversing:
+    """A stateful Chainer-style order sampler: each epoch reverses the previous order."""
+
+    def __call__(self, current_order, current_position):
+        return np.asarray(current_order)[::-1].copy()
