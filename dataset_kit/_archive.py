@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 import tarfile
-import tempfile
 import zipfile
+
+from dataset_kit._files import atomic_dir
 
 
 class UnsafeArchiveError(ValueError):
@@ -84,10 +84,7 @@ def extract_archive(path: str | os.PathLike, dest: str | os.PathLike) -> str:
         raise FileNotFoundError(f"archive {path} does not exist")
     if os.path.exists(dest):
         raise FileExistsError(f"extraction target {dest} exists already")
-    parent = os.path.dirname(dest)
-    os.makedirs(parent, exist_ok=True)
-    staging = tempfile.mkdtemp(prefix=".extract-", dir=parent)
-    try:
+    with atomic_dir(dest) as staging:
         if zipfile.is_zipfile(path):
             with zipfile.ZipFile(path) as archive:
                 _check_zip(path, archive, staging)
@@ -101,8 +98,4 @@ def extract_archive(path: str | os.PathLike, dest: str | os.PathLike) -> str:
                     archive.extractall(staging)
         else:
             raise ValueError(f"archive {path} is neither a zip nor a tar file")
-        os.rename(staging, dest)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return dest

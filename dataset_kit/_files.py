@@ -1,10 +1,29 @@
-"""Durable file writing: what makes a cached file complete once it has a name."""
+"""Durable file writing and per-target locks: one place for what makes a file complete.
+
+Every file or directory that dataset_kit publishes (a download, a cached
+array file, an extracted archive, a checkpoint, a record file, a cache chunk)
+goes through :func:`atomic_write` or :func:`atomic_dir`: it is built under a
+temporary name beside its target, flushed to disk, and renamed into place, so
+it appears complete or not at all. :func:`lock_for` gives the lock that
+writers of one target share.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
+import shutil
+import tempfile
 import threading
+from collections.abc import Iterator
 from typing import Any
+
+import filelock
+
+LOCK_DIR_ENV = "DATASET_KIT_LOCK_DIR"
+# Temporary names end with this, so a crashed writer's leftovers are recognisable.
+PART_SUFFIX = ".part"
 
 
 def fsync_directory(directory: str) -> None:
@@ -19,9 +38,148 @@ def fsync_directory(directory: str) -> None:
         os.close(fd)
 
 
-def unique_temp(path: str) -> str:
-    """A temporary name beside ``path``, unique to this process and call."""
-    return f"{path}.{os.getpid()}-{os.urandom(4).hex()}.part"
+def fsync_file(path: str) -> None:
+    """Flush a file's data to disk."""
+    with open(path, "rb") as f:
+        os.fsync(f.fileno())
+
+
+def _staging_name(path: str) -> str:
+    directory, base = os.path.split(path)
+    return os.path.join(directory, f".{base}.{os.getpid()}-{os.urandom(4).hex()}{PART_SUFFIX}")
+
+
+def lock_dir() -> str:
+    """Return the directory that holds dataset_kit's lock files.
+
+    ``$DATASET_KIT_LOCK_DIR`` if set, else ``dataset_kit-locks-<uid>`` in the
+    system's temporary directory. It does not depend on the dataset root, so
+    processes configured with different roots still exclude each other on a
+    shared target.
+    """
+    configured = os.environ.get(LOCK_DIR_ENV)
+    if configured:
+        return os.path.abspath(os.path.expanduser(configured))
+    uid = os.getuid() if hasattr(os, "getuid") else "user"
+    return os.path.join(tempfile.gettempdir(), f"dataset_kit-locks-{uid}")
+
+
+def lock_for(path: str | os.PathLike) -> filelock.FileLock:
+    """Return the inter-process lock of the file or directory at ``path``.
+
+    The lock is keyed to the target's real absolute path (symlinks resolved),
+    so every process that writes that target takes the same lock, whatever
+    its dataset root or working directory. Lock files live in :func:`lock_dir`,
+    never beside the target, so user directories stay clean.
+
+    Args:
+        path: the target the lock protects (it need not exist).
+
+    Returns:
+        A :class:`filelock.FileLock`; use it as a context manager.
+    """
+    target = os.path.realpath(os.path.abspath(os.fspath(path)))
+    key = hashlib.sha256(target.encode()).hexdigest()[:32]
+    directory = lock_dir()
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    return filelock.FileLock(os.path.join(directory, key + ".lock"))
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | os.PathLike) -> Iterator[str]:
+    """Yield a temporary path to write ``path``'s content to; publish it on success.
+
+    The temporary file has the target's basename inside a private staging
+    directory beside the target (so savers that append an extension, such as
+    :func:`numpy.savez`, behave). When the block ends normally the file is
+    fsynced, renamed over ``path`` with :func:`os.replace` and the directory
+    fsynced; when it raises, the staging directory is removed and ``path`` is
+    untouched. Take :func:`lock_for` around it when several processes may
+    write the same target.
+
+    Args:
+        path: the file to publish.
+
+    Yields:
+        The temporary path to write.
+
+    Raises:
+        FileNotFoundError: if the block ends without having written the file.
+    """
+    path = os.path.abspath(os.fspath(path))
+    directory = os.path.dirname(path)
+    os.makedirs(directory, exist_ok=True)
+    staging = _staging_name(path)
+    os.mkdir(staging, 0o700)
+    try:
+        temp = os.path.join(staging, os.path.basename(path))
+        yield temp
+        if not os.path.isfile(temp):
+            raise FileNotFoundError(f"nothing was written to {temp} (to publish as {path})")
+        fsync_file(temp)
+        os.replace(temp, path)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    fsync_directory(directory)
+
+
+@contextlib.contextmanager
+def atomic_dir(path: str | os.PathLike) -> Iterator[str]:
+    """Yield a staging directory to fill; rename it to ``path`` on success.
+
+    Args:
+        path: the directory to publish; it must not exist yet.
+
+    Yields:
+        The staging directory (beside ``path``) to fill.
+
+    Raises:
+        FileExistsError: if ``path`` exists already (before or after filling).
+    """
+    path = os.path.abspath(os.fspath(path))
+    if os.path.exists(path):
+        raise FileExistsError(f"{path} exists already")
+    parent = os.path.dirname(path)
+    os.makedirs(parent, exist_ok=True)
+    staging = _staging_name(path)
+    os.mkdir(staging, 0o700)
+    try:
+        yield staging
+        os.chmod(staging, 0o777 & ~_umask())
+        os.rename(staging, path)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    fsync_directory(parent)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def remove_stale_parts(path: str | os.PathLike) -> None:
+    """Remove temporary files and directories left for ``path`` by dead writers.
+
+    Call it only under :func:`lock_for` ``(path)``: a live writer would hold
+    the lock, so whatever is found then belongs to a process that died.
+    """
+    directory, base = os.path.split(os.path.abspath(os.fspath(path)))
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return
+    for name in names:
+        # ".<base>.<pid>-<hex>.part" today; "<base>.<pid>-<hex>.part" from 0.1.
+        if name.endswith(PART_SUFFIX) and (name.startswith(f".{base}.")
+                                           or name.startswith(f"{base}.")):
+            stale = os.path.join(directory, name)
+            if os.path.isdir(stale):
+                shutil.rmtree(stale, ignore_errors=True)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(stale)
 
 
 class BackgroundFlush:

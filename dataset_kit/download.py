@@ -4,8 +4,8 @@ Dataset modules call these at import or construction time, often from many
 processes at once. Every cached file appears through an atomic ``os.replace``
 of a complete, process-unique temporary file, under a per-file lock: callers
 never see a partial file, and a crash at any moment leaves the cache usable.
-Lock files live in ``<root>/_locks`` so that the directories users name stay
-clean.
+Both come from :mod:`dataset_kit._files` (``atomic_write``, ``atomic_dir``,
+``lock_for``); locks are keyed to the target path, not to the dataset root.
 """
 
 from __future__ import annotations
@@ -15,13 +15,11 @@ import os
 import re
 import shutil
 import sys
-import tempfile
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import filelock
 from tqdm import tqdm
 
 from dataset_kit import _files, _http
@@ -122,13 +120,6 @@ def get_dataset_directory(dataset_name: str, create_directory: bool = True) -> s
     return path
 
 
-def _lock(path: str) -> filelock.FileLock:
-    key = hashlib.sha256(os.path.abspath(path).encode()).hexdigest()[:32]
-    directory = os.path.join(get_dataset_root(), "_locks")
-    os.makedirs(directory, exist_ok=True)
-    return filelock.FileLock(os.path.join(directory, key + ".lock"))
-
-
 def _cache_path(url: str) -> str:
     name = os.path.basename(urllib.parse.urlsplit(url).path) or "download"
     name = re.sub(r"[^A-Za-z0-9._-]", "_", name)[-64:].lstrip(".") or "download"
@@ -169,18 +160,6 @@ def _check_hash(expected: str | None, name: str, value: Any) -> str | None:
     if not isinstance(expected, str) or not re.fullmatch(r"[0-9a-fA-F]{64}", expected):
         raise ValueError(f"{name} must be 64 hexadecimal characters, got {value!r}")
     return expected.lower()
-
-
-def _remove_stale_parts(path: str) -> None:
-    # Called under the file's lock: any temporary file for it belongs to a
-    # process that died mid-transfer (a live writer would hold the lock).
-    directory, base = os.path.split(path)
-    for name in os.listdir(directory):
-        if name.startswith(base + ".") and name.endswith(".part"):
-            try:
-                os.unlink(os.path.join(directory, name))
-            except FileNotFoundError:
-                pass
 
 
 def cached_download(
@@ -232,7 +211,7 @@ def cached_download(
     if os.path.exists(path) and not verify:
         return path
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    with _lock(path):
+    with _files.lock_for(path):
         if os.path.exists(path):
             if verify and _sha256_of(path) != expected:
                 os.unlink(path)
@@ -241,21 +220,14 @@ def cached_download(
         if _offline():
             raise OfflineError(
                 f"{OFFLINE_ENV} is set and {url} is not in the cache (expected at {path})")
-        _remove_stale_parts(path)
-        temp = _files.unique_temp(path)
-        try:
+        _files.remove_stale_parts(path)
+        with _files.atomic_write(path) as temp:
             _transfer(url, local, temp, timeout, retries, progress)
             digest = None if expected is None else _sha256_of(temp)
             if digest != expected:
                 raise HashMismatchError(
                     f"sha256 of {url} is {digest}, expected {expected}; the file was discarded"
                 )
-            os.replace(temp, path)
-        except BaseException:
-            if os.path.exists(temp):
-                os.unlink(temp)
-            raise
-        _files.fsync_directory(os.path.dirname(path))
     return path
 
 
@@ -295,8 +267,9 @@ def cache_or_load_file(path: str | os.PathLike, creator: Callable[[str], Any],
 
     ``creator(temp_path)`` writes a file under a temporary directory beside
     ``path`` (same basename, so savers that add extensions behave); the file is
-    then moved into place atomically under a lock. When processes race, one
-    creator runs and the others wait and load its file. Every caller returns
+    then fsynced and moved into place atomically under the lock of ``path``.
+    When processes race, one creator runs and the others wait and load its
+    file. Every caller returns
     the content of the file that ended up at ``path``.
 
     Args:
@@ -320,23 +293,14 @@ def cache_or_load_file(path: str | os.PathLike, creator: Callable[[str], Any],
     path = os.path.abspath(os.fspath(path))
     if os.path.exists(path):
         return loader(path)
-    directory = os.path.dirname(path)
-    os.makedirs(directory, exist_ok=True)
-    with _lock(path):
+    with _files.lock_for(path):
         if not os.path.exists(path):
-            staging = tempfile.mkdtemp(prefix=".create-", dir=directory)
-            try:
-                temp = os.path.join(staging, os.path.basename(path))
+            _files.remove_stale_parts(path)
+            with _files.atomic_write(path) as temp:
                 creator(temp)
                 if not os.path.isfile(temp):
                     raise FileNotFoundError(
                         f"creator {creator!r} returned without writing {temp} (for {path})")
-                with open(temp, "rb") as f:
-                    os.fsync(f.fileno())
-                os.replace(temp, path)
-            finally:
-                shutil.rmtree(staging, ignore_errors=True)
-            _files.fsync_directory(directory)
     return loader(path)
 
 
@@ -358,7 +322,8 @@ def cached_extract(url: str, **download_options: Any) -> str:
     dest = os.path.join(get_dataset_root(), "extracted", os.path.basename(archive))
     if os.path.isdir(dest):
         return dest
-    with _lock(dest):
+    with _files.lock_for(dest):
         if not os.path.isdir(dest):
+            _files.remove_stale_parts(dest)
             extract_archive(archive, dest)
     return dest

@@ -9,10 +9,11 @@ stored one. Objects tell them apart with ``isinstance(serializer, Deserializer)`
 from __future__ import annotations
 
 import os
-import tempfile
 from typing import Any, Protocol
 
 import numpy as np
+
+from dataset_kit._files import atomic_write
 
 
 class Serializable(Protocol):
@@ -85,8 +86,8 @@ class NpzDeserializer(Deserializer):
 def save_npz(path: str | os.PathLike, obj: Serializable, compression: bool = True) -> None:
     """Save ``obj.serialize`` output to an npz file, atomically.
 
-    The file is written beside ``path`` under a temporary name and moved into
-    place, so a crash never leaves a truncated checkpoint.
+    The file is written beside ``path`` under a temporary name, fsynced and
+    moved into place, so a crash never leaves a truncated checkpoint.
 
     Args:
         path: the destination file.
@@ -100,16 +101,8 @@ def save_npz(path: str | os.PathLike, obj: Serializable, compression: bool = Tru
         raise TypeError(f"obj must have a serialize(serializer) method, got {type(obj).__name__}")
     serializer = DictionarySerializer()
     obj.serialize(serializer)
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".npz", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            (np.savez_compressed if compression else np.savez)(f, **serializer.target)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    with atomic_write(path) as temp, open(temp, "wb") as f:
+        (np.savez_compressed if compression else np.savez)(f, **serializer.target)
 
 
 def load_npz(path: str | os.PathLike, obj: Serializable) -> None:
