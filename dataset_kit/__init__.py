@@ -1,6 +1,7 @@
 """dataset_kit: datasets, iterators and converters that feed training loops."""
 
 from dataset_kit import datasets, iterators, serializers
+from dataset_kit._example_context import example_rng
 from dataset_kit.batch import ExampleBatch
 from dataset_kit.convert import concat_examples, to_device
 from dataset_kit.dataset import DatasetMixin
@@ -35,6 +36,7 @@ __all__ = [
     "get_dataset_directory",
     "get_dataset_root",
     "datasets",
+    "example_rng",
     "iterators",
     "serializers",
     "set_dataset_root",

@@ -4,12 +4,15 @@ An iterator installs a :class:`BatchContext` (thread-local) around each batch it
 builds; whichever code loops over the batch's positions sets ``cursor``. The
 generator handed to dataset code is then a pure function of
 ``(seed, epoch, index)`` and does not depend on the thread or process that
-built the batch.
+built the batch. :func:`map_examples` is the one place that keeps the cursor
+in step with the batch.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -41,6 +44,30 @@ def install(context: BatchContext | None) -> BatchContext | None:
     previous = getattr(_local, "context", None)
     _local.context = context
     return previous
+
+
+def map_examples(fn: Callable[[Any], Any], items: Iterable[Any]) -> list:
+    """Return ``[fn(item) for item in items]``, with the example cursor at each item.
+
+    The ``k``-th call runs with the cursor at position ``k`` of the batch being
+    fetched, so :func:`example_rng` inside ``fn`` serves the ``k``-th example.
+    Every dataset that builds a batch one example at a time goes through here.
+
+    Args:
+        fn: called once per item (an index, or an example to transform).
+        items: one item per example of the batch, in batch order.
+
+    Returns:
+        The list of results.
+    """
+    context = current()
+    if context is None:
+        return [fn(item) for item in items]
+    out = []
+    for k, item in enumerate(items):
+        context.cursor = k
+        out.append(fn(item))
+    return out
 
 
 def example_rng() -> np.random.Generator:

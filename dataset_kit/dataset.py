@@ -127,14 +127,7 @@ class DatasetMixin:
         Returns:
             A list (or list-like batch) of examples, in the order of ``indices``.
         """
-        context = _example_context.current()
-        if context is None:
-            return [self.get_example(i) for i in indices.tolist()]
-        examples = []
-        for k, i in enumerate(indices.tolist()):
-            context.cursor = k
-            examples.append(self.get_example(i))
-        return examples
+        return _example_context.map_examples(self.get_example, indices.tolist())
 
 
 def fetch_examples(dataset: Any, indices: np.ndarray) -> Sequence[Any]:
@@ -142,7 +135,9 @@ def fetch_examples(dataset: Any, indices: np.ndarray) -> Sequence[Any]:
 
     A :class:`DatasetMixin` answers with :meth:`DatasetMixin.get_examples`; a
     numpy array with one fancy index (as an :class:`~dataset_kit.ExampleBatch`);
-    any other sequence (a list, say) one item at a time.
+    any other sequence (a list, or a Gluon/PyTorch-style dataset with only
+    ``__getitem__``) one item at a time, with the example cursor kept in step
+    so :func:`~dataset_kit.example_rng` serves each example its own draws.
 
     Args:
         dataset: the dataset.
@@ -155,4 +150,4 @@ def fetch_examples(dataset: Any, indices: np.ndarray) -> Sequence[Any]:
         return dataset.get_examples(indices)
     if isinstance(dataset, np.ndarray) and dataset.ndim >= 1:
         return ExampleBatch(dataset[indices])
-    return [dataset[i] for i in indices.tolist()]
+    return _example_context.map_examples(dataset.__getitem__, indices.tolist())

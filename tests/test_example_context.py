@@ -1,6 +1,8 @@
 import numpy as np
+import pytest
 
-from dataset_kit.iterators import SerialIterator, example_rng
+from dataset_kit.datasets import ConcatenatedDataset, SubDataset, TransformDataset, TupleDataset
+from dataset_kit.iterators import MultiprocessIterator, SerialIterator, example_rng
 from tests.iterators.helpers import Augmented
 
 
@@ -39,3 +41,54 @@ def test_batches_spanning_epochs_use_each_examples_own_epoch():
     whole = [x for x, _ in next(single)] + [x for x, _ in next(single)]
     for a, b in zip(span, whole[:6]):
         np.testing.assert_array_equal(a, b)
+
+
+class PlainSequence:
+    """What Gluon and PyTorch users write: __len__ and __getitem__, no DatasetMixin."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        return np.float64(i) + example_rng().random()
+
+
+def _noise(example):
+    value = example[0] if isinstance(example, tuple) else example
+    return float(value) % 1.0
+
+
+DATASET_KINDS = {
+    "DatasetMixin": lambda n: TransformDataset(Augmented(n, 1), lambda ex: ex[0][0]),
+    "plain sequence": PlainSequence,
+    "TransformDataset over a plain sequence": lambda n: TransformDataset(PlainSequence(n),
+                                                                         lambda x: x),
+    "SubDataset over a plain sequence": lambda n: SubDataset(PlainSequence(n + 2), 2, n + 2),
+    "ConcatenatedDataset": lambda n: ConcatenatedDataset(PlainSequence(n // 2),
+                                                         PlainSequence(n - n // 2)),
+    "TupleDataset with a plain-sequence column": lambda n: TupleDataset(PlainSequence(n),
+                                                                        np.arange(n)),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(DATASET_KINDS))
+def test_every_dataset_kind_gives_each_example_its_own_draws(kind):
+    n = 12
+    whole = next(SerialIterator(DATASET_KINDS[kind](n), n, seed=5, shuffle=False))
+    noise = [_noise(ex) for ex in whole]
+    assert len(set(noise)) == n  # not the same draw for every example of the batch
+    one_by_one = SerialIterator(DATASET_KINDS[kind](n), 1, seed=5, shuffle=False)
+    assert [_noise(next(one_by_one)[0]) for _ in range(n)] == noise  # a function of the index
+    with MultiprocessIterator(DATASET_KINDS[kind](n), 5, seed=5, shuffle=False,
+                              n_processes=2) as it:
+        got = [_noise(ex) for _ in range(3) for ex in next(it)][:n]
+    assert got == noise
+
+
+def test_example_rng_is_exported_at_the_top_level():
+    import dataset_kit
+
+    assert dataset_kit.example_rng is example_rng

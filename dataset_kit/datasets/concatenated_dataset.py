@@ -37,10 +37,6 @@ class ConcatenatedDataset(DatasetMixin):
         which, local = self._locate(indices)
         if len(indices) and (which == which[0]).all():
             return fetch_examples(self._datasets[int(which[0])], local)
-        context = _example_context.current()
-        out = []
-        for k, (d, i) in enumerate(zip(which.tolist(), local.tolist())):
-            if context is not None:
-                context.cursor = k
-            out.append(self._datasets[d][i])
-        return out
+        datasets = self._datasets
+        return _example_context.map_examples(
+            lambda pair: datasets[pair[0]][pair[1]], zip(which.tolist(), local.tolist()))

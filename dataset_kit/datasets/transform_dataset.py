@@ -40,10 +40,4 @@ class TransformDataset(DatasetMixin):
 
     def get_examples(self, indices: np.ndarray) -> list:
         base = fetch_examples(self._dataset, indices)
-        context = _example_context.current()
-        out = []
-        for k, example in enumerate(base):
-            if context is not None:
-                context.cursor = k
-            out.append(self._transform(example))
-        return out
+        return _example_context.map_examples(self._transform, base)

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from dataset_kit.batch import ExampleBatch
-from dataset_kit.dataset import DatasetMixin
+from dataset_kit.dataset import DatasetMixin, fetch_examples
 
 
 def _check_lengths(columns: dict[str, Sequence], what: str) -> int:
@@ -22,7 +22,8 @@ def _check_lengths(columns: dict[str, Sequence], what: str) -> int:
 def _gather(column: Sequence, indices: np.ndarray) -> Any:
     if isinstance(column, np.ndarray):
         return column[indices]
-    return [column[i] for i in indices.tolist()]
+    # A column may itself be a dataset that draws from example_rng().
+    return fetch_examples(column, indices)
 
 
 class TupleDataset(DatasetMixin):

@@ -20,6 +20,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dataset_kit.iterators import _shm
+from dataset_kit.iterators._messages import (
+    Done,
+    Failed,
+    Forget,
+    Retire,
+    Stop,
+    Task,
+    WorkerConfig,
+)
 from dataset_kit.iterators._worker import worker_main
 
 POLL_SECONDS = 0.25
@@ -70,8 +79,9 @@ class ProcessPool:
     Args:
         n_workers: how many processes.
         start_method: ``"fork"``, ``"forkserver"`` or ``"spawn"``.
-        dataset, converter, worker_init: handed to each worker (pickled
-            unless forking).
+        dataset: the dataset, handed to each worker (pickled unless forking).
+        converter: applied to each batch in the worker, or None.
+        worker_init: ``worker_init(index, n_workers)`` run once per worker, or None.
         max_tasks: tasks per worker before it is replaced, or None.
         dataset_timeout: seconds after which a slow batch is warned about.
 
@@ -80,8 +90,9 @@ class ProcessPool:
             for a start method that needs it.
     """
 
-    def __init__(self, n_workers: int, start_method: str, dataset: Any, converter: Any,
-                 worker_init: Any, max_tasks: int | None, dataset_timeout: float | None) -> None:
+    def __init__(self, *, n_workers: int, start_method: str, dataset: Any, converter: Any = None,
+                 worker_init: Any = None, max_tasks: int | None = None,
+                 dataset_timeout: float | None = None) -> None:
         self._context = multiprocessing.get_context(start_method)
         self._payload: Any = (dataset, converter, worker_init, max_tasks)
         if start_method != "fork":
@@ -112,10 +123,11 @@ class ProcessPool:
 
     def _start(self, index: int) -> _Worker:
         parent_end, child_end = self._context.Pipe(duplex=True)
+        config = WorkerConfig(index=index, n_workers=self.n_workers, payload=self._payload,
+                              parent_pid=os.getpid(), prefix=self.prefix, use_shm=self.use_shm)
         process = self._context.Process(
             target=worker_main, name=f"dataset_kit-worker-{index}", daemon=True,
-            args=(index, self.n_workers, self._payload, child_end, os.getpid(), self.prefix,
-                  self.use_shm))
+            args=(config, child_end))
         process.start()
         child_end.close()
         return _Worker(index, process, parent_end)
@@ -134,7 +146,7 @@ class ProcessPool:
         block = self.blocks.take() if self.use_shm else None
         lent = None if block is None else (block.name, block.size)
         try:
-            worker.conn.send(("task", task_id, indices, epochs, seed, lent))
+            worker.conn.send(Task(task_id, indices, epochs, seed, lent))
         except OSError:
             if block is not None:
                 self.blocks.give_back(block)
@@ -156,7 +168,7 @@ class ProcessPool:
         """
         while True:
             message = self._read(worker, task_id)
-            if message[0] == "retire":
+            if isinstance(message, Retire):
                 continue
             answered, lent = worker.pending.popleft()
             result = self._accept(message, lent, worker)
@@ -175,40 +187,39 @@ class ProcessPool:
         worker.conn.close()
         return True
 
-    def _accept(self, message: tuple, lent: Any, worker: _Worker) -> Any:
-        if message[0] == "error":
+    def _accept(self, message: Done | Failed, lent: Any, worker: _Worker) -> Any:
+        if isinstance(message, Failed):
             if lent is not None:
                 self.blocks.give_back(lent)
-            _, task_id, error, text = message
             failure = WorkerError(
                 f"worker {worker.index} (pid {worker.process.pid}) raised while building "
-                f"batch {task_id}:\n{text}")
-            failure.__cause__ = error
+                f"batch {message.task_id}:\n{message.traceback}")
+            failure.__cause__ = message.error
             return failure
-        _, _, skeleton, name, size, nbytes = message
+        name = message.block_name
         if name is None:
             if lent is not None:
                 self.blocks.give_back(lent)
             # Without shared memory the worker sent the batch itself; with it,
             # a batch too small to place still carries batch markers to rebuild.
-            return _shm.restore(skeleton, None) if self.use_shm else skeleton
+            return _shm.restore(message.skeleton, None) if self.use_shm else message.skeleton
         if lent is not None and lent.name == name:
             block = lent
         else:
-            block = self.blocks.adopt(name, size)
+            block = self.blocks.adopt(name, message.block_size)
             if lent is not None:
                 self.blocks.retire(lent)
-                self._tell_all(("forget", [lent.name]))
-        return self.blocks.unpack(skeleton, block, nbytes)
+                self._tell_all(Forget([lent.name]))
+        return self.blocks.unpack(message.skeleton, block, message.nbytes)
 
-    def _tell_all(self, message: tuple) -> None:
+    def _tell_all(self, message: Forget) -> None:
         for worker in self.workers:
             try:
                 worker.conn.send(message)
             except OSError:
                 pass
 
-    def _read(self, worker: _Worker, task_id: int) -> tuple:
+    def _read(self, worker: _Worker, task_id: int) -> Done | Failed | Retire:
         start = time.monotonic()
         warned = False
         while True:
@@ -253,7 +264,7 @@ class ProcessPool:
         workers = self.workers + self._retiring
         for worker in workers:
             try:
-                worker.conn.send(None)
+                worker.conn.send(Stop())
             except (OSError, ValueError):
                 pass
         deadline = time.monotonic() + 1.0

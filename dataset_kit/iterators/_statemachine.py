@@ -1,8 +1,24 @@
 """Which indices come next: one pure function shared by every iterator.
 
-Serial, multithread and multiprocess iterators all call :func:`advance`, so
-they cannot disagree about which examples form a batch. Threads, processes and
+Serial, multithread and multiprocess iterators, and every front door built on
+them, call :func:`advance` (through :meth:`BatchSpec.advance`), so they cannot
+disagree about which examples form a batch. Threads, processes and
 checkpoints only decide when and where a batch is built.
+
+How an epoch ends is the *last-batch policy*:
+
+========== ===========================================================================
+policy     the end of each epoch
+========== ===========================================================================
+None       Chainer's: with ``repeat`` a batch that crosses the end is filled from the
+           next epoch's order (``is_new_epoch`` on it); without, as ``'keep'``.
+'keep'     a short last batch; the next epoch starts on a fresh batch.
+'discard'  the short tail is dropped; every batch is full.
+'rollover' the tail's examples open the next epoch's first batch (Gluon); every batch
+           is full and belongs to the epoch its last example comes from.
+'pad'      the short last batch is filled up with examples from the start of the
+           same epoch's order, and ``BatchPlan.pad`` counts them (MXNet).
+========== ===========================================================================
 """
 
 from __future__ import annotations
@@ -12,6 +28,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+LAST_BATCH_POLICIES = (None, "keep", "discard", "rollover", "pad")
+
 
 class Position(NamedTuple):
     """Where an iterator stands: everything needed to compute what comes next.
@@ -19,26 +37,31 @@ class Position(NamedTuple):
     Attributes:
         epoch: completed epochs.
         current_position: index into the current epoch's order.
-        is_new_epoch: whether the last batch reached or crossed an epoch end.
+        is_new_epoch: whether the last batch completed an epoch.
         previous_epoch_detail: ``epoch_detail`` before the last batch, or None
             before the first one.
+        carry: (``'rollover'`` only) the next batch starts with the last
+            ``carry`` examples of the previous epoch's order.
     """
 
     epoch: int = 0
     current_position: int = 0
     is_new_epoch: bool = False
     previous_epoch_detail: float | None = None
+    carry: int = 0
 
 
 class BatchPlan(NamedTuple):
     """The indices of one batch and the epoch they belong to.
 
     ``epochs`` is an int when the whole batch lies in one epoch (the common
-    case, kept cheap) and an array of one epoch per index otherwise.
+    case, kept cheap) and an array of one epoch per index otherwise. ``pad``
+    counts the trailing entries that repeat examples to fill a short batch.
     """
 
     indices: np.ndarray
     epochs: int | np.ndarray
+    pad: int = 0
 
     def epoch_at(self, k: int) -> int:
         """Return the epoch of the ``k``-th index of the batch."""
@@ -48,23 +71,35 @@ class BatchPlan(NamedTuple):
 OrderOf = Callable[[int], "np.ndarray | None"]
 
 
+def _chunk(order: np.ndarray | None, start: int, stop: int) -> np.ndarray:
+    return np.arange(start, stop) if order is None else order[start:stop]
+
+
+def _plan(parts: list, epochs: list, pad: int = 0) -> BatchPlan:
+    if len(parts) == 1:
+        return BatchPlan(parts[0].astype(np.int64, copy=False), epochs[0][0], pad)
+    return BatchPlan(np.concatenate(parts).astype(np.int64, copy=False),
+                     np.repeat([e for e, _ in epochs], [t for _, t in epochs]), pad)
+
+
 def advance(
-    position: Position, batch_size: int, dataset_length: int, repeat: bool, order_of: OrderOf
+    position: Position, batch_size: int, dataset_length: int, repeat: bool, order_of: OrderOf,
+    last_batch: str | None = None,
 ) -> tuple[Position, BatchPlan] | None:
     """Return the position after the next batch and that batch's plan.
 
-    With ``repeat`` the examples form an endless stream, epoch after epoch, and
-    a batch that crosses an epoch end is filled from the next epoch's order (it
-    may span several epochs when ``batch_size`` exceeds the dataset). Without
-    ``repeat`` the single epoch is cut into batches, the last possibly short.
+    With ``repeat`` the examples form an endless stream, epoch after epoch;
+    without, one epoch is cut into batches and iteration then stops.
+    ``last_batch`` says how each epoch ends (see the module's table).
 
     Args:
         position: the current position.
         batch_size: examples per batch (positive).
-        dataset_length: examples per epoch.
+        dataset_length: examples per epoch (the length of each order).
         repeat: whether epochs repeat.
         order_of: maps an epoch number to its order array, or None for the
             identity order.
+        last_batch: the last-batch policy, one of :data:`LAST_BATCH_POLICIES`.
 
     Returns:
         ``(next_position, plan)``, or None when a non-repeating iterator is done.
@@ -72,32 +107,64 @@ def advance(
     Raises:
         ValueError: if ``repeat`` is set and the dataset is empty.
     """
-    if not repeat and (position.epoch > 0 or dataset_length == 0):
+    n = dataset_length
+    if not repeat and (position.epoch > 0 or n == 0):
         return None
-    if dataset_length == 0:
+    if n == 0:
         raise ValueError("an iterator that repeats needs a non-empty dataset, got length 0")
+    if last_batch is None:
+        if repeat:
+            return _advance_filling_across_epochs(position, batch_size, n, order_of)
+        last_batch = "keep"
+    epoch, pos, carry = position.epoch, position.current_position, position.carry
+    if last_batch in ("discard", "rollover") and carry + n - pos < batch_size:
+        return None  # the epoch has no full batch (batch_size > epoch size, not repeating)
+    order = order_of(epoch)
+    parts, epochs = [], []
+    if carry:
+        parts.append(_chunk(order_of(epoch - 1), n - carry, n))
+        epochs.append((epoch - 1, carry))
+    stop = min(pos + batch_size - carry, n)
+    parts.append(_chunk(order, pos, stop))
+    epochs.append((epoch, stop - pos))
+    remaining, pad = n - stop, 0
+    if last_batch in ("keep", "pad"):
+        ends = remaining == 0
+        short = batch_size - carry - (stop - pos)
+        if last_batch == "pad" and short:
+            pad = short
+            parts.append(np.resize(_chunk(order, 0, n), short))
+            epochs.append((epoch, short))
+    else:  # discard, rollover: stop when no further full batch fits in this epoch
+        ends = remaining < batch_size
+    detail = position.epoch + position.current_position / n
+    if ends:
+        next_carry = remaining if last_batch == "rollover" else 0
+        next_position = Position(epoch + 1, 0, True, detail, next_carry)
+    else:
+        next_position = Position(epoch, stop, False, detail, 0)
+    plan = _plan(parts, [(e, t) for e, t in epochs if t], pad)
+    return next_position, plan
+
+
+def _advance_filling_across_epochs(
+    position: Position, batch_size: int, n: int, order_of: OrderOf
+) -> tuple[Position, BatchPlan]:
+    """Chainer's repeating stream: a crossing batch is completed from the next epoch(s)."""
     epoch, pos, need = position.epoch, position.current_position, batch_size
     parts, epochs = [], []
     while need > 0:
-        order = order_of(epoch)
-        take = min(need, dataset_length - pos)
-        parts.append(np.arange(pos, pos + take) if order is None else order[pos:pos + take])
+        take = min(need, n - pos)
+        parts.append(_chunk(order_of(epoch), pos, pos + take))
         epochs.append((epoch, take))
         pos += take
         need -= take
-        if pos == dataset_length:
+        if pos == n:
             epoch, pos = epoch + 1, 0
-            if not repeat:
-                break
-    if len(parts) == 1:
-        plan = BatchPlan(parts[0].astype(np.int64, copy=False), epochs[0][0])
-    else:
-        plan = BatchPlan(np.concatenate(parts).astype(np.int64, copy=False),
-                         np.repeat([e for e, _ in epochs], [t for _, t in epochs]))
     next_position = Position(
         epoch=epoch,
         current_position=pos,
         is_new_epoch=epoch > position.epoch,
-        previous_epoch_detail=position.epoch + position.current_position / dataset_length,
+        previous_epoch_detail=position.epoch + position.current_position / n,
     )
-    return next_position, plan
+    return next_position, _plan(parts, epochs)

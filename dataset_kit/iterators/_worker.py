@@ -16,82 +16,91 @@ import traceback
 from typing import Any
 
 from dataset_kit.iterators import _shm
+from dataset_kit.iterators._fetch import fetch_batch
+from dataset_kit.iterators._messages import (
+    Done,
+    Failed,
+    Forget,
+    Retire,
+    Stop,
+    Task,
+    WorkerConfig,
+)
 from dataset_kit.iterators._statemachine import BatchPlan
-from dataset_kit.iterators._stream import fetch_batch
 
 # How often an idle worker checks that its parent is still alive.
 PARENT_POLL_SECONDS = 0.5
 
 
-def worker_main(index: int, n_workers: int, payload: Any, conn: Any, parent_pid: int,
-                prefix: str, use_shm: bool) -> None:
+def worker_main(config: WorkerConfig, conn: Any) -> None:
     """Serve tasks from ``conn`` until told to stop or the parent dies."""
     # Ctrl-C goes to the whole process group; the main process decides what
     # happens to workers, so they must not die with a KeyboardInterrupt.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    payload = config.payload
     dataset, converter, worker_init, max_tasks = (
         pickle.loads(payload) if isinstance(payload, bytes) else payload)
     if worker_init is not None:
-        worker_init(index, n_workers)
+        worker_init(config.index, config.n_workers)
     blocks: dict[str, _shm.Block] = {}
     created = 0
     done = 0
     while True:
         if not conn.poll(PARENT_POLL_SECONDS):
-            if os.getppid() != parent_pid:
+            if os.getppid() != config.parent_pid:
                 # Orphaned: nobody else will clean this iterator's blocks.
-                _shm.unlink_prefix(prefix)
+                _shm.unlink_prefix(config.prefix)
                 return
             continue
         try:
             message = conn.recv()
         except (EOFError, OSError):
             return
-        if message is None:
+        if isinstance(message, Stop):
             return
-        if message[0] == "forget":
-            for name in message[1]:
+        if isinstance(message, Forget):
+            for name in message.names:
                 block = blocks.pop(name, None)
                 if block is not None:
                     block.close()
             continue
-        _, task_id, indices, epochs, seed, lent = message
+        task: Task = message
         try:
-            batch = fetch_batch(dataset, BatchPlan(indices, epochs), seed)
+            batch = fetch_batch(dataset, BatchPlan(task.indices, task.epochs), task.seed)
             if converter is not None:
                 batch = converter(batch)
-            if use_shm:
-                reply, created = _pack(task_id, batch, lent, blocks, prefix, index, created)
+            if config.use_shm:
+                reply, created = _pack(task, batch, blocks, config, created)
             else:
-                reply = ("ok", task_id, batch, None, 0, 0)
+                reply = Done(task.task_id, batch, None, 0, 0)
         except Exception as error:  # noqa: BLE001 - every failure goes to the parent
-            reply = ("error", task_id, _picklable(error), traceback.format_exc())
+            reply = Failed(task.task_id, _picklable(error), traceback.format_exc())
         conn.send(reply)
         done += 1
         if max_tasks is not None and done >= max_tasks:
-            conn.send(("retire",))
+            conn.send(Retire())
             return
 
 
-def _pack(task_id: int, batch: Any, lent: tuple | None, blocks: dict, prefix: str,
-          index: int, created: int) -> tuple[tuple, int]:
+def _pack(task: Task, batch: Any, blocks: dict, config: WorkerConfig,
+          created: int) -> tuple[Done, int]:
     arrays: list = []
     skeleton = _shm.split_arrays(batch, arrays)
     offsets, total = _shm.layout(arrays)
     if total == 0:
-        return ("ok", task_id, skeleton, None, 0, 0), created
-    if lent is not None and lent[1] >= total:
-        name, size = lent
+        return Done(task.task_id, skeleton, None, 0, 0), created
+    if task.lent is not None and task.lent[1] >= total:
+        name, size = task.lent
         block = blocks.get(name)
         if block is None:
             block = blocks[name] = _shm.Block(name, size, create=False)
     else:
-        name = f"{prefix}w{index}-{created}"
+        name = f"{config.prefix}w{config.index}-{created}"
         created += 1
         size = _shm.block_size_for(total)
         block = blocks[name] = _shm.Block(name, size, create=True)
     skeleton = _shm.place_arrays(skeleton, arrays, offsets, block.mmap)
-    return ("ok", task_id, skeleton, name, size, total), created
+    return Done(task.task_id, skeleton, name, size, total), created
 
 
 def _picklable(error: BaseException) -> BaseException | None:

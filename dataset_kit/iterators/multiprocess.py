@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import weakref
 from collections.abc import Callable
 from typing import Any
 
 from dataset_kit._checks import positive_int
-from dataset_kit.iterators._prefetch import PrefetchingStream
-from dataset_kit.iterators._process_pool import ProcessPool, WorkerDiedError, WorkerError
-from dataset_kit.iterators._statemachine import BatchPlan
+from dataset_kit.iterators._chainer_api import ChainerIterator
+from dataset_kit.iterators._engine import Engine
+from dataset_kit.iterators._executors import ProcessExecutor
 
 
-class MultiprocessIterator(PrefetchingStream):
+class MultiprocessIterator(ChainerIterator):
     """Yields batches built ahead of time by worker processes.
 
     The main process owns the order: it plans every batch with the same state
@@ -46,6 +45,7 @@ class MultiprocessIterator(PrefetchingStream):
         maxtasksperchild: batches a worker builds before it is replaced
             (None: never).
         seed: seeds the shuffle and ``example_rng``.
+        last_batch: how each epoch ends, as for ``SerialIterator``.
         converter: if given (e.g. ``concat_examples``), workers apply it and the
             iterator yields converted batches.
         start_method: ``"fork"`` (the default where available), ``"forkserver"``
@@ -76,6 +76,7 @@ class MultiprocessIterator(PrefetchingStream):
         converter: Callable[[Any], Any] | None = None,
         start_method: str | None = None,
         worker_init: Callable[[int, int], Any] | None = None,
+        last_batch: str | None = None,
     ) -> None:
         self.n_processes = positive_int(
             "n_processes", (os.cpu_count() or 1) if n_processes is None else n_processes)
@@ -97,76 +98,20 @@ class MultiprocessIterator(PrefetchingStream):
         for name, fn in (("converter", converter), ("worker_init", worker_init)):
             if fn is not None and not callable(fn):
                 raise TypeError(f"{name} must be callable or None, got {type(fn).__name__}")
-        super().__init__(dataset, batch_size, repeat, shuffle, order_sampler, seed)
         self.converter = converter
         self.start_method = start_method
         self.dataset_timeout = dataset_timeout
         self.maxtasksperchild = maxtasksperchild
         self.worker_init = worker_init
-        self._depth = self.n_processes * (self.n_prefetch + 1)
-        self._pool: ProcessPool | None = None
-        self._next_task = 0
-        self._finalizer: weakref.finalize | None = None
-        self._failure: BaseException | None = None
+        self._executor = ProcessExecutor(
+            dataset, n_workers=self.n_processes, n_prefetch=self.n_prefetch,
+            start_method=start_method, converter=converter, worker_init=worker_init,
+            max_tasks=maxtasksperchild, dataset_timeout=dataset_timeout)
+        super().__init__(Engine(dataset, batch_size=batch_size, repeat=repeat, shuffle=shuffle,
+                                order_sampler=order_sampler, seed=seed, last_batch=last_batch,
+                                executor=self._executor))
 
-    def _workers(self) -> ProcessPool:
-        if self._pool is None:
-            self._pool = ProcessPool(
-                self.n_processes, self.start_method, self.dataset, self.converter,
-                self.worker_init, self.maxtasksperchild, self.dataset_timeout)
-            # Finalize on garbage collection and at interpreter exit too; the
-            # callback holds the pool, never the iterator.
-            self._finalizer = weakref.finalize(self, self._pool.close)
-        return self._pool
-
-    def _submit(self, plan: BatchPlan) -> tuple:
-        task_id = self._next_task
-        self._next_task += 1
-        return task_id, self._workers().submit(task_id, plan.indices, plan.epochs, self.seed)
-
-    def _collect(self, handle: tuple) -> Any:
-        task_id, worker = handle
-        return self._pool.receive(worker, task_id)
-
-    def _cancel(self, handles: list) -> None:
-        # Nothing to send: the pool reads and drops answers to tasks that
-        # are no longer awaited when it next reads from their worker.
-        pass
-
-    def __next__(self) -> Any:
-        if self._failure is not None:
-            raise RuntimeError(
-                "MultiprocessIterator stopped after a worker failure; create a new iterator"
-            ) from self._failure
-        try:
-            return super().__next__()
-        except StopIteration:
-            raise
-        except WorkerError as error:
-            if not isinstance(error, WorkerDiedError):
-                raise  # the worker's own exception; the next call retries the batch
-            self._fail(error)
-            raise
-        except BaseException as error:
-            # A death, an interrupt or a broken pipe leaves the pipeline in an
-            # unknown state: stop everything at once.
-            self._fail(error)
-            raise
-
-    def _fail(self, error: BaseException) -> None:
-        self._failure = error
-        self.finalize()
-
-    def finalize(self) -> None:
-        """Stop every worker and unlink every shared-memory block. Idempotent.
-
-        Arrays already handed out stay valid: their memory is released when
-        the last reference to them goes.
-        """
-        if self._closed:
-            return
-        self._closed = True
-        self._pending.clear()
-        if self._finalizer is not None:
-            self._finalizer()
-
+    @property
+    def _depth(self) -> int:
+        # Batches in flight; the leak tests bound shared-memory blocks by it.
+        return self._executor.depth

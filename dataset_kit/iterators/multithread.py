@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from dataset_kit._checks import positive_int
-from dataset_kit.iterators._prefetch import PrefetchingStream
-from dataset_kit.iterators._statemachine import BatchPlan
-from dataset_kit.iterators._stream import fetch_batch
+from dataset_kit.iterators._chainer_api import ChainerIterator
+from dataset_kit.iterators._engine import Engine
+from dataset_kit.iterators._executors import ThreadExecutor
 
 
-class MultithreadIterator(PrefetchingStream):
+class MultithreadIterator(ChainerIterator):
     """Yields batches built ahead of time by a pool of threads.
 
     Each thread builds whole batches (one ``get_examples`` call each), and
@@ -28,7 +27,8 @@ class MultithreadIterator(PrefetchingStream):
             ``order_sampler`` is given.
         n_threads: worker threads.
         order_sampler: a Chainer-style order sampler.
-        seed: seeds the shuffle and :func:`~dataset_kit.iterators.example_rng`.
+        seed: seeds the shuffle and :func:`~dataset_kit.example_rng`.
+        last_batch: how each epoch ends, as for ``SerialIterator``.
 
     Raises:
         TypeError: if ``n_threads`` is not an integer (and as SerialIterator).
@@ -44,27 +44,10 @@ class MultithreadIterator(PrefetchingStream):
         n_threads: int = 1,
         order_sampler: Any = None,
         seed: int | None = None,
+        last_batch: str | None = None,
     ) -> None:
-        n_threads = positive_int("n_threads", n_threads)
-        super().__init__(dataset, batch_size, repeat, shuffle, order_sampler, seed)
-        self.n_threads = n_threads
-        self._depth = 2 * n_threads
-        self._executor = ThreadPoolExecutor(n_threads, thread_name_prefix="dataset_kit")
-
-    def _submit(self, plan: BatchPlan) -> Future:
-        return self._executor.submit(fetch_batch, self.dataset, plan, self.seed)
-
-    def _collect(self, handle: Future) -> Any:
-        return handle.result()
-
-    def _cancel(self, handles: list) -> None:
-        for future in handles:
-            future.cancel()
-
-    def finalize(self) -> None:
-        """Stop the threads (waiting for batches being built). Idempotent."""
-        if not self._closed:
-            self._closed = True
-            self._discard_planned()
-            self._executor.shutdown(wait=True, cancel_futures=True)
-
+        self.n_threads = positive_int("n_threads", n_threads)
+        engine = Engine(dataset, batch_size=batch_size, repeat=repeat, shuffle=shuffle,
+                        order_sampler=order_sampler, seed=seed, last_batch=last_batch,
+                        executor=ThreadExecutor(dataset, self.n_threads))
+        super().__init__(engine)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -25,7 +25,20 @@ class OrderSampler:
     A sampler that can also answer :meth:`epoch_order` random-access (epoch →
     order, a pure function) lets iterators checkpoint a few integers instead of
     an order array, and resume exactly across any number of epochs.
+
+    State protocol: a sampler whose orders depend on state of its own (a
+    seed, a curriculum stage) returns it from :meth:`state_dict` as a
+    JSON-ready dict and takes it back in :meth:`load_state_dict`. Checkpoints
+    record it under the sampler's :attr:`state_kind`, a stable name that does
+    not change when the class moves between modules. An iterator loads a
+    state into its own copy of the sampler, never into the object you passed.
+
+    Attributes:
+        state_kind: the name checkpoints record; None means the class's
+            ``__qualname__``.
     """
+
+    state_kind: ClassVar[str | None] = None
 
     def __call__(self, current_order: np.ndarray, current_position: int) -> np.ndarray:
         raise NotImplementedError
@@ -38,6 +51,18 @@ class OrderSampler:
             recompute past or future orders (the default).
         """
         return None
+
+    def state_dict(self) -> dict | None:
+        """Return the state the orders depend on (JSON-ready), or None if there is none."""
+        return None
+
+    def load_state_dict(self, state: dict | None) -> None:
+        """Restore a state returned by :meth:`state_dict`."""
+
+
+def sampler_kind(sampler: Any) -> str:
+    """Return the stable name a checkpoint records for ``sampler``."""
+    return getattr(sampler, "state_kind", None) or type(sampler).__qualname__
 
 
 class ShuffleOrderSampler(OrderSampler):
@@ -55,6 +80,8 @@ class ShuffleOrderSampler(OrderSampler):
         TypeError: if ``random_state`` is of another type.
         ValueError: if it is a negative int.
     """
+
+    state_kind = "shuffle"
 
     def __init__(self, random_state: Any = None) -> None:
         if random_state is None:
@@ -76,6 +103,21 @@ class ShuffleOrderSampler(OrderSampler):
     def epoch_order(self, epoch: int, size: int) -> np.ndarray:
         rng = np.random.default_rng(np.random.SeedSequence([self.seed, ORDER_STREAM, epoch]))
         return rng.permutation(size)
+
+    def state_dict(self) -> dict:
+        """Return ``{"seed": seed}``."""
+        return {"seed": self.seed}
+
+    def load_state_dict(self, state: dict | None) -> None:
+        """Take the seed of a state returned by :meth:`state_dict`.
+
+        Raises:
+            ValueError: if the state has no valid ``seed``.
+        """
+        seed = state.get("seed") if isinstance(state, dict) else None
+        if seed is None:
+            raise ValueError(f"ShuffleOrderSampler state needs a 'seed', got {state!r}")
+        self.seed = non_negative_int("state['seed']", seed)
 
     def __call__(self, current_order: np.ndarray, current_position: int) -> np.ndarray:
         # Chainer's protocol: each call is the next epoch.

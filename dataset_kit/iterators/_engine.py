@@ -1,0 +1,206 @@
+"""The engine: plans batches with the pure state machine and has an executor build them.
+
+Every iterator and every front door is a vocabulary over one :class:`Engine`.
+The engine owns the order (samplers, seeds), the batching spec, the
+position, the batches in flight and the checkpoint; an executor (serial,
+threads, processes) only decides where a planned batch is built.
+
+It keeps two positions: ``position``, what the caller has consumed (the only
+thing a checkpoint records), and ``_planned``, how far batches have been
+planned ahead (equal for a serial executor, ahead of it for prefetching ones).
+Prefetched batches are never consumed by a checkpoint: after a load they are
+discarded and planned again.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+import numpy as np
+
+from dataset_kit._checks import non_negative_int, positive_int
+from dataset_kit.iterators import _checkpoint
+from dataset_kit.iterators._executors import Executor, SerialExecutor
+from dataset_kit.iterators._orders import Orders
+from dataset_kit.iterators._spec import BatchSpec
+from dataset_kit.iterators._statemachine import BatchPlan, Position
+from dataset_kit.iterators.order_samplers import ShuffleOrderSampler, draw_seed
+
+
+class Engine:
+    """Batches of a dataset, in an order owned here, built by an executor.
+
+    Args:
+        dataset: any sized, indexable dataset.
+        batch_size: examples per batch.
+        repeat: whether to loop over the dataset forever.
+        shuffle: whether to shuffle; None means True unless ``order_sampler``
+            is given.
+        order_sampler: a Chainer-style order sampler.
+        seed: seeds the shuffle (when no sampler is given) and
+            :func:`~dataset_kit.example_rng`; drawn from the OS when None and
+            kept in the checkpoint.
+        last_batch: how each epoch ends: None (Chainer's), ``'keep'``,
+            ``'discard'``, ``'rollover'`` or ``'pad'``.
+        executor: where batches are built; a :class:`SerialExecutor` when None.
+
+    Raises:
+        TypeError: if ``batch_size`` or ``seed`` is not an integer, or
+            ``order_sampler`` is not callable.
+        ValueError: if ``batch_size`` is not positive, ``seed`` is negative,
+            both ``shuffle`` and ``order_sampler`` are given, or ``last_batch``
+            is unknown or cannot be honoured.
+    """
+
+    def __init__(self, dataset: Any, *, batch_size: int, repeat: bool = True,
+                 shuffle: bool | None = None, order_sampler: Any = None,
+                 seed: int | None = None, last_batch: str | None = None,
+                 executor: Executor | None = None) -> None:
+        positive_int("batch_size", batch_size)
+        if shuffle is not None and order_sampler is not None:
+            raise ValueError(
+                f"pass either shuffle or order_sampler, not both (got shuffle={shuffle!r} "
+                f"and order_sampler={order_sampler!r})"
+            )
+        if order_sampler is not None and not callable(order_sampler):
+            raise TypeError(f"order_sampler must be callable, got {type(order_sampler).__name__}")
+        self.seed = draw_seed() if seed is None else non_negative_int("seed", seed)
+        if order_sampler is None and (shuffle is None or shuffle):
+            order_sampler = ShuffleOrderSampler(self.seed)
+        self.dataset = dataset
+        self.order_sampler = order_sampler
+        self.dataset_length = len(dataset)
+        self._orders = Orders(order_sampler, self.dataset_length)
+        self.spec = BatchSpec(batch_size, self._orders.epoch_size, bool(repeat), last_batch)
+        self._executor = SerialExecutor(dataset) if executor is None else executor
+        self.position = Position()
+        self._planned = Position()
+        self._pending: deque = deque()  # (position after, plan, handle), in plan order
+        self._deferred: BaseException | None = None
+        self.last_plan: BatchPlan | None = None
+
+    # -- batches ---------------------------------------------------------------
+
+    def next(self) -> Any:
+        """Return the next batch.
+
+        Raises:
+            StopIteration: when a non-repeating engine has finished its epoch.
+            RuntimeError: if the executor was closed or has failed.
+            Exception: whatever building the batch raised; the batch was not
+                consumed, so the next call asks for it again.
+        """
+        if self._deferred is not None:
+            error, self._deferred = self._deferred, None
+            raise error
+        self._executor.ensure_open()
+        try:
+            self._fill()
+        except BaseException:
+            self._discard_planned()
+            raise
+        if not self._pending:
+            raise StopIteration
+        position, plan, handle = self._pending.popleft()
+        try:
+            batch = self._executor.collect(handle)
+        except BaseException:
+            # Not consumed: drop what was planned after it, so the next call
+            # asks for the same batch again.
+            self._discard_planned()
+            raise
+        if position.epoch != self.position.epoch:
+            self._orders.forget_before(position.epoch)
+        self.position = position
+        self.last_plan = plan
+        if self._executor.prefetches:
+            try:
+                self._fill()
+            except BaseException as error:
+                # The batch in hand is consumed already: deliver it, and
+                # report the failure on the next call.
+                self._discard_planned()
+                self._deferred = error
+        return batch
+
+    def _fill(self) -> None:
+        executor, pending = self._executor, self._pending
+        while len(pending) < executor.depth:
+            step = self.spec.advance(self._planned, self._orders.order_of)
+            if step is None:
+                return
+            position, plan = step
+            self._planned = position
+            pending.append((position, plan, executor.submit(plan, self.seed)))
+
+    def _discard_planned(self) -> None:
+        handles = [handle for _, _, handle in self._pending]
+        self._pending.clear()
+        if handles:
+            self._executor.cancel(handles)
+        self._planned = self.position
+
+    # -- epochs ----------------------------------------------------------------
+
+    @property
+    def epoch_detail(self) -> float:
+        """Epochs consumed, as a float: ``epoch + current_position / epoch_size``."""
+        n = self.spec.epoch_size
+        return float(self.position.epoch) if n == 0 else \
+            self.position.epoch + self.position.current_position / n
+
+    def current_order(self) -> np.ndarray | None:
+        """Return the order of the current epoch (None: identity, or an empty dataset)."""
+        return self._orders.order_of(self.position.epoch) if self.spec.epoch_size else None
+
+    def reset(self) -> None:
+        """Start over from the first batch of epoch 0 (reopening a closed executor).
+
+        A seeded shuffle replays the same orders; a stateful order sampler is
+        asked for a new epoch-0 order, as in Chainer.
+        """
+        self._discard_planned()
+        self._deferred = None
+        self._orders.clear()
+        self.position = self._planned = Position()
+        self.last_plan = None
+        self._executor.reopen()
+
+    def close(self) -> None:
+        """Release the executor's threads, processes and memory. Idempotent."""
+        self._discard_planned()
+        self._executor.close()
+
+    # -- checkpoints -----------------------------------------------------------
+
+    def state_dict(self) -> dict:
+        """Return the state: a small JSON-ready dict (see :mod:`._checkpoint`).
+
+        It counts only the batches already handed to the caller, and does not
+        grow with the dataset unless a stateful order sampler forces it to
+        carry the current epoch's order.
+        """
+        p = self.position
+        sampler = self._orders.state_dict(p.epoch, with_previous=p.carry > 0)
+        return _checkpoint.make_state(self.spec, self.dataset_length, p, self.seed, sampler)
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore a state from :meth:`state_dict` of any engine over the same data.
+
+        The engine then yields exactly the batches the saved one would have
+        yielded next. States of dataset_kit 0.1 (format version 1) load too.
+
+        Raises:
+            ValueError: if the state is not an iterator state, has an unknown
+                format version, or was saved for another dataset length,
+                batching spec or order sampler.
+        """
+        state = _checkpoint.read_state(state, self.spec, self.dataset_length, self._orders.kind)
+        position = _checkpoint.position_of(state)
+        seed = non_negative_int("state['seed']", state.get("seed"))
+        self._discard_planned()
+        self._deferred = None
+        self._orders.load_state_dict(state["order_sampler"], position.epoch)
+        self.seed = seed
+        self.position = self._planned = position

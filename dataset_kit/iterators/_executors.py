@@ -1,0 +1,243 @@
+"""Executors: where and when planned batches are built (never which).
+
+The engine plans every batch itself and hands the plan to an executor:
+
+* :class:`SerialExecutor` builds it in the calling thread when collected;
+* :class:`ThreadExecutor` builds batches ahead on a thread pool;
+* :class:`ProcessExecutor` builds them ahead in worker processes and
+  delivers their arrays through shared memory.
+
+Each runs the same :func:`~._fetch.fetch_batch`, then the optional converter,
+so the batches are identical whatever the executor.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Protocol
+
+from dataset_kit.iterators._fetch import fetch_batch
+from dataset_kit.iterators._process_pool import ProcessPool, WorkerDiedError, WorkerError
+from dataset_kit.iterators._statemachine import BatchPlan
+
+Converter = Callable[[Any], Any]
+
+
+class Executor(Protocol):
+    """What the engine asks of an executor.
+
+    Attributes:
+        depth: batches the engine may keep in flight (submitted, not collected).
+        prefetches: whether to submit the next batches as soon as one is
+            collected, rather than on the next request.
+    """
+
+    depth: int
+    prefetches: bool
+
+    def submit(self, plan: BatchPlan, seed: int) -> Any:
+        """Start building ``plan``'s batch; return a handle for :meth:`collect`."""
+
+    def collect(self, handle: Any) -> Any:
+        """Wait for the batch behind ``handle`` and return it."""
+
+    def cancel(self, handles: list) -> None:
+        """Forget batches whose results are no longer wanted."""
+
+    def ensure_open(self) -> None:
+        """Raise RuntimeError if the executor can build no more batches."""
+
+    def reopen(self) -> None:
+        """Make a closed (not failed) executor usable again."""
+
+    def close(self) -> None:
+        """Release threads, processes and memory. Idempotent."""
+
+
+def _build(dataset: Any, plan: BatchPlan, seed: int, converter: Converter | None) -> Any:
+    batch = fetch_batch(dataset, plan, seed)
+    return batch if converter is None else converter(batch)
+
+
+class SerialExecutor:
+    """Builds each batch in the calling thread, when it is asked for.
+
+    Args:
+        dataset: the dataset.
+        converter: applied to each batch, or None.
+    """
+
+    depth = 1
+    prefetches = False
+
+    def __init__(self, dataset: Any, converter: Converter | None = None) -> None:
+        self._dataset = dataset
+        self._converter = converter
+
+    def submit(self, plan: BatchPlan, seed: int) -> tuple[BatchPlan, int]:
+        return plan, seed
+
+    def collect(self, handle: tuple[BatchPlan, int]) -> Any:
+        plan, seed = handle
+        return _build(self._dataset, plan, seed, self._converter)
+
+    def cancel(self, handles: list) -> None:
+        pass
+
+    def ensure_open(self) -> None:
+        pass  # nothing to release, so a finalized serial iterator keeps working
+
+    def reopen(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class _Closable:
+    """Open / closed / failed bookkeeping shared by the executors that hold resources."""
+
+    closed = False
+    _failure: BaseException | None = None
+
+    def ensure_open(self) -> None:
+        if self._failure is not None:
+            raise RuntimeError(
+                "the iterator stopped after a worker failure; create a new iterator"
+            ) from self._failure
+        if self.closed:
+            raise RuntimeError("the iterator was finalized; create a new iterator")
+
+
+class ThreadExecutor(_Closable):
+    """Builds whole batches ahead on ``n_threads`` threads.
+
+    Args:
+        dataset: the dataset (accessed from several threads).
+        n_threads: worker threads.
+        converter: applied to each batch in its thread, or None.
+    """
+
+    prefetches = True
+
+    def __init__(self, dataset: Any, n_threads: int, converter: Converter | None = None) -> None:
+        self._dataset = dataset
+        self._converter = converter
+        self.n_threads = n_threads
+        self.depth = 2 * n_threads
+        self._pool = self._new_pool()
+
+    def _new_pool(self) -> ThreadPoolExecutor:
+        return ThreadPoolExecutor(self.n_threads, thread_name_prefix="dataset_kit")
+
+    def submit(self, plan: BatchPlan, seed: int) -> Future:
+        return self._pool.submit(_build, self._dataset, plan, seed, self._converter)
+
+    def collect(self, handle: Future) -> Any:
+        return handle.result()
+
+    def cancel(self, handles: list) -> None:
+        for future in handles:
+            future.cancel()
+
+    def reopen(self) -> None:
+        if self.closed:
+            self._pool = self._new_pool()
+            self.closed = False
+
+    def close(self) -> None:
+        """Stop the threads, waiting for batches being built. Idempotent."""
+        if not self.closed:
+            self.closed = True
+            self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+class ProcessExecutor(_Closable):
+    """Builds whole batches ahead in worker processes, started on the first submit.
+
+    A worker that dies (or anything else that breaks the pipeline, such as an
+    interrupt) stops every worker and fails the executor for good; a worker
+    that *raises* only fails its batch, which the engine then asks for again.
+
+    Args:
+        dataset: the dataset (pickled for ``spawn``/``forkserver``).
+        n_workers: worker processes.
+        n_prefetch: batches each worker keeps queued beyond the one it builds.
+        start_method: ``"fork"``, ``"forkserver"`` or ``"spawn"``.
+        converter: applied to each batch in its worker, or None.
+        worker_init: ``worker_init(index, n_workers)`` run once per worker.
+        max_tasks: batches a worker builds before it is replaced, or None.
+        dataset_timeout: seconds after which a slow batch is warned about.
+    """
+
+    prefetches = True
+
+    def __init__(self, dataset: Any, *, n_workers: int, n_prefetch: int, start_method: str,
+                 converter: Converter | None = None, worker_init: Any = None,
+                 max_tasks: int | None = None, dataset_timeout: float | None = None) -> None:
+        self.depth = n_workers * (n_prefetch + 1)
+        self._options = dict(n_workers=n_workers, start_method=start_method, dataset=dataset,
+                             converter=converter, worker_init=worker_init, max_tasks=max_tasks,
+                             dataset_timeout=dataset_timeout)
+        self._pool: ProcessPool | None = None
+        self._next_task = 0
+        self._finalizer: weakref.finalize | None = None
+
+    def _workers(self) -> ProcessPool:
+        if self._pool is None:
+            self._pool = ProcessPool(**self._options)
+            # Close on garbage collection and at interpreter exit too; the
+            # callback holds the pool, never the executor.
+            self._finalizer = weakref.finalize(self, self._pool.close)
+        return self._pool
+
+    def submit(self, plan: BatchPlan, seed: int) -> tuple:
+        task_id = self._next_task
+        self._next_task += 1
+        try:
+            return task_id, self._workers().submit(task_id, plan.indices, plan.epochs, seed)
+        except BaseException as error:
+            self._fail(error)
+            raise
+
+    def collect(self, handle: tuple) -> Any:
+        task_id, worker = handle
+        try:
+            return self._pool.receive(worker, task_id)
+        except WorkerError as error:
+            if isinstance(error, WorkerDiedError):
+                self._fail(error)
+            raise  # a worker's own exception: the next request retries the batch
+        except BaseException as error:
+            # An interrupt or a broken pipe leaves the pipeline in an unknown
+            # state: stop everything at once.
+            self._fail(error)
+            raise
+
+    def cancel(self, handles: list) -> None:
+        # Nothing to send: the pool reads and drops answers to tasks that
+        # are no longer awaited when it next reads from their worker.
+        pass
+
+    def _fail(self, error: BaseException) -> None:
+        self._failure = error
+        self.close()
+
+    def reopen(self) -> None:
+        if self.closed and self._failure is None:
+            self._pool = None
+            self.closed = False
+
+    def close(self) -> None:
+        """Stop every worker and unlink every shared-memory block. Idempotent.
+
+        Arrays already handed out stay valid: their memory is released when
+        the last reference to them goes.
+        """
+        if self.closed:
+            return
+        self.closed = True
+        if self._finalizer is not None:
+            self._finalizer()

@@ -1,0 +1,80 @@
+"""The messages between the main process and its worker processes, by name.
+
+Every message is a small named tuple (cheap to pickle, read by field name),
+and :class:`WorkerConfig` is everything a worker is started with. Extending
+the protocol means adding a field or a type here, nowhere else.
+
+Main process → worker: :class:`Task`, :class:`Forget`, :class:`Stop`.
+Worker → main process: :class:`Done`, :class:`Failed`, :class:`Retire`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+
+
+class Task(NamedTuple):
+    """Build the batch of ``indices`` (see :class:`~._statemachine.BatchPlan`)."""
+
+    task_id: int
+    indices: np.ndarray
+    epochs: int | np.ndarray
+    seed: int
+    lent: tuple[str, int] | None  # (name, size) of a free block to fill, if any
+
+
+class Forget(NamedTuple):
+    """Unmap these blocks: the main process retired them."""
+
+    names: list[str]
+
+
+class Stop(NamedTuple):
+    """Exit now."""
+
+
+class Done(NamedTuple):
+    """A built batch: its skeleton, and where its arrays lie (block None: no block used)."""
+
+    task_id: int
+    skeleton: Any
+    block_name: str | None
+    block_size: int
+    nbytes: int
+
+
+class Failed(NamedTuple):
+    """Building the batch raised; ``error`` is None when it could not be pickled."""
+
+    task_id: int
+    error: BaseException | None
+    traceback: str
+
+
+class Retire(NamedTuple):
+    """The worker built its ``maxtasksperchild`` batches and exits after this."""
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    """What a worker process is started with.
+
+    Attributes:
+        index: the worker's slot, ``0 <= index < n_workers``.
+        n_workers: how many workers the pool has.
+        payload: ``(dataset, converter, worker_init, max_tasks)``, pickled to
+            bytes unless the worker is forked.
+        parent_pid: the main process, watched so an orphan exits.
+        prefix: the name prefix of the iterator's shared-memory blocks.
+        use_shm: whether arrays travel through shared memory.
+    """
+
+    index: int
+    n_workers: int
+    payload: Any
+    parent_pid: int
+    prefix: str
+    use_shm: bool

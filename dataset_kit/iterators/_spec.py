@@ -1,0 +1,66 @@
+"""BatchSpec: how a stream of examples is cut into batches, fixed once and validated once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dataset_kit._checks import non_negative_int, positive_int
+from dataset_kit.iterators._statemachine import (
+    LAST_BATCH_POLICIES,
+    BatchPlan,
+    OrderOf,
+    Position,
+    advance,
+)
+
+
+@dataclass(frozen=True)
+class BatchSpec:
+    """How batches are cut: what the pure state machine reads, and what a state records.
+
+    Attributes:
+        batch_size: examples per batch.
+        epoch_size: examples per epoch (the length of each epoch's order,
+            which a sampler may make differ from the dataset's length).
+        repeat: whether epochs repeat forever.
+        last_batch: how an epoch ends: None (Chainer's), ``'keep'``,
+            ``'discard'``, ``'rollover'`` or ``'pad'``; see
+            :mod:`dataset_kit.iterators._statemachine`.
+
+    Raises:
+        TypeError: if ``batch_size`` or ``epoch_size`` is not an integer.
+        ValueError: if ``batch_size`` is not positive, ``epoch_size`` is
+            negative, ``last_batch`` is unknown, or a repeating ``'discard'``
+            / ``'rollover'`` spec has batches larger than its epochs (some
+            epochs would have no batch at all).
+    """
+
+    batch_size: int
+    epoch_size: int
+    repeat: bool = True
+    last_batch: str | None = None
+
+    def __post_init__(self) -> None:
+        positive_int("batch_size", self.batch_size)
+        non_negative_int("epoch_size", self.epoch_size)
+        if self.last_batch not in LAST_BATCH_POLICIES:
+            raise ValueError(
+                f"last_batch must be one of {list(LAST_BATCH_POLICIES)}, got {self.last_batch!r}")
+        if (self.repeat and self.last_batch in ("discard", "rollover")
+                and self.batch_size > self.epoch_size > 0):
+            raise ValueError(
+                f"last_batch={self.last_batch!r} with repeat=True needs batch_size <= the epoch "
+                f"size, got batch_size={self.batch_size} and epoch size {self.epoch_size} "
+                f"(some epochs would yield no batch)")
+
+    def advance(self, position: Position, order_of: OrderOf) -> tuple[Position, BatchPlan] | None:
+        """Plan the batch after ``position``; see :func:`~._statemachine.advance`."""
+        return advance(position, self.batch_size, self.epoch_size, self.repeat, order_of,
+                       self.last_batch)
+
+    def batches_per_epoch(self, carry: int = 0) -> int:
+        """Return how many batches the epoch starting with ``carry`` rolled-over examples has."""
+        n, b = self.epoch_size, self.batch_size
+        if self.last_batch in ("discard", "rollover"):
+            return (n + carry) // b
+        return -(-n // b)

@@ -1,0 +1,54 @@
+"""The engine as a part: the front door shown in docs/architecture.rst works as written."""
+
+import importlib.util
+import os
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dataset_kit.iterators._executors import ProcessExecutor, ThreadExecutor
+
+PATH = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "examples", "epoch_loader.py")
+spec = importlib.util.spec_from_file_location("epoch_loader", PATH)
+epoch_loader = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(epoch_loader)
+EpochLoader = epoch_loader.EpochLoader
+
+
+def flat(loader):
+    return [list(batch) for batch in loader]
+
+
+@given(n=st.integers(1, 30), b=st.integers(1, 12),
+       policy=st.sampled_from(["keep", "discard", "rollover", "pad"]))
+def test_the_documented_front_door_gives_epochs_of_the_right_length(n, b, policy):
+    if policy in ("discard", "rollover") and b > n:
+        with pytest.raises(ValueError, match="batch_size <= the epoch size"):
+            EpochLoader(list(range(n)), b, last_batch=policy)
+        return
+    loader = EpochLoader(list(range(n)), b, shuffle=True, seed=3, last_batch=policy)
+    for _ in range(3):
+        expected = len(loader)
+        assert len(flat(loader)) == expected
+
+
+def test_the_documented_front_door_resumes_mid_epoch_and_runs_on_any_executor():
+    data = np.arange(23)
+    reference = EpochLoader(data, 4, shuffle=True, seed=1, last_batch="rollover")
+    epochs = [flat(reference) for _ in range(3)]
+    loader = EpochLoader(data, 4, shuffle=True, seed=1, last_batch="rollover")
+    first = iter(loader)
+    partial = [list(next(first)) for _ in range(2)]
+    state = loader.state_dict()
+    threads = EpochLoader(data, 4, shuffle=True, last_batch="rollover",
+                          executor=ThreadExecutor(data, 2))
+    threads.load_state_dict(state)
+    assert partial + flat(threads) == epochs[0]
+    processes = EpochLoader(data, 4, shuffle=True, last_batch="rollover",
+                            executor=ProcessExecutor(data, n_workers=2, n_prefetch=1,
+                                                     start_method="fork"))
+    processes.load_state_dict(threads.state_dict())
+    assert flat(processes) == epochs[1]
+    assert flat(processes) == epochs[2]
