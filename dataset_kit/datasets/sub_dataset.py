@@ -97,10 +97,18 @@ def split_dataset(dataset: Any, split_at: int, order: Any = None) -> tuple[SubDa
     return SubDataset(dataset, 0, split_at, order), SubDataset(dataset, split_at, n, order)
 
 
+def _permutation(n: int, seed: int | None) -> np.ndarray:
+    # Chainer's generator, so a ported experiment gets the same splits.
+    return np.random.RandomState(seed).permutation(n)
+
+
 def split_dataset_random(
     dataset: Any, first_size: int, seed: int | None = None
 ) -> tuple[SubDataset, SubDataset]:
     """Split a dataset into a random part of ``first_size`` examples and the rest.
+
+    The permutation is Chainer's (``numpy.random.RandomState(seed)``), so the
+    same seed gives the same split as ``chainer.datasets.split_dataset_random``.
 
     Args:
         dataset: the dataset to split.
@@ -113,62 +121,67 @@ def split_dataset_random(
     Raises:
         ValueError: if ``first_size`` is outside ``[0, len(dataset)]``.
     """
-    order = np.random.default_rng(seed).permutation(len(dataset))
-    return split_dataset(dataset, first_size, order)
+    return split_dataset(dataset, first_size, _permutation(len(dataset), seed))
 
 
-def _borders(n: int, parts: int) -> list[int]:
-    return [n * k // parts for k in range(parts + 1)]
-
-
-def _check_parts(name: str, parts: int, n: int) -> int:
+def _check_parts(name: str, parts: int) -> int:
     parts = operator.index(parts)
     if parts < 1:
         raise ValueError(f"{name} must be at least 1, got {parts}")
-    if parts > max(n, 1):
-        raise ValueError(f"{name} must not exceed the dataset length {n}, got {parts}")
     return parts
 
 
-def split_dataset_n(dataset: Any, n: int, order: Any = None) -> list[SubDataset]:
-    """Split a dataset into ``n`` parts whose sizes differ by at most one.
+def _borders(n: int, parts: int, balanced: bool) -> list[int]:
+    if balanced:
+        return [n * k // parts for k in range(parts + 1)]
+    size = n // parts
+    return [size * k for k in range(parts + 1)]
 
-    Unlike Chainer, which drops the ``len(dataset) % n`` trailing examples, every
-    example lands in exactly one part.
+
+def split_dataset_n(dataset: Any, n: int, order: Any = None,
+                    balanced: bool = False) -> list[SubDataset]:
+    """Split a dataset into ``n`` parts of equal size, as Chainer does.
+
+    Each part has ``len(dataset) // n`` examples; the ``len(dataset) % n``
+    trailing examples belong to no part (Chainer's semantics). With
+    ``balanced=True`` every example lands in exactly one part instead, and
+    the sizes differ by at most one.
 
     Args:
         dataset: the dataset to split.
         n: the number of parts.
         order: optional permutation applied before splitting.
+        balanced: keep every example, in parts whose sizes differ by at most one.
 
     Returns:
         A list of ``n`` :class:`SubDataset` views.
 
     Raises:
-        ValueError: if ``n`` is less than 1 or larger than the dataset.
+        ValueError: if ``n`` is less than 1.
     """
     length = len(dataset)
-    n = _check_parts("n", n, length)
-    b = _borders(length, n)
+    n = _check_parts("n", n)
+    b = _borders(length, n, balanced)
     return [SubDataset(dataset, b[k], b[k + 1], order) for k in range(n)]
 
 
-def split_dataset_n_random(dataset: Any, n: int, seed: int | None = None) -> list[SubDataset]:
-    """Split a dataset into ``n`` random parts whose sizes differ by at most one.
+def split_dataset_n_random(dataset: Any, n: int, seed: int | None = None,
+                           balanced: bool = False) -> list[SubDataset]:
+    """Split a dataset into ``n`` random parts of equal size, as Chainer does.
 
     Args:
         dataset: the dataset to split.
         n: the number of parts.
-        seed: seed of the permutation.
+        seed: seed of the permutation (Chainer's ``RandomState``).
+        balanced: keep every example, as in :func:`split_dataset_n`.
 
     Returns:
         A list of ``n`` :class:`SubDataset` views.
 
     Raises:
-        ValueError: if ``n`` is less than 1 or larger than the dataset.
+        ValueError: if ``n`` is less than 1.
     """
-    order = np.random.default_rng(seed).permutation(len(dataset))
-    return split_dataset_n(dataset, n, order)
+    return split_dataset_n(dataset, n, _permutation(len(dataset), seed), balanced)
 
 
 def get_cross_validation_datasets(
@@ -176,8 +189,9 @@ def get_cross_validation_datasets(
 ) -> list[tuple[SubDataset, SubDataset]]:
     """Return ``n_folds`` ``(train, test)`` pairs for k-fold cross validation.
 
-    The test parts partition the dataset (sizes differ by at most one); each
-    train part is everything else.
+    The folds are Chainer's, in Chainer's order: the test parts partition the
+    dataset (sizes differ by at most one), the first fold tests on the last
+    part, and each train part is everything else in a rotated order.
 
     Args:
         dataset: the dataset to split.
@@ -188,18 +202,17 @@ def get_cross_validation_datasets(
         A list of ``(train, test)`` pairs of :class:`SubDataset`.
 
     Raises:
-        ValueError: if ``n_folds`` is less than 1 or larger than the dataset.
+        ValueError: if ``n_folds`` is less than 1 or ``order`` does not fit.
     """
     length = len(dataset)
-    n_folds = _check_parts("n_folds", n_folds, length)
-    base = np.arange(length) if order is None else _as_order(order, length)
-    b = _borders(length, n_folds)
+    n_folds = _check_parts("n_folds", n_folds)
+    order = np.arange(length) if order is None else _as_order(order, length).copy()
+    b = _borders(length, n_folds, balanced=True)
     folds = []
-    for k in range(n_folds):
-        test = base[b[k]:b[k + 1]]
-        train = np.concatenate([base[:b[k]], base[b[k + 1]:]])
-        fold_order = np.concatenate([train, test])
-        folds.append(split_dataset(dataset, len(train), fold_order))
+    for test_size in reversed([b[k + 1] - b[k] for k in range(n_folds)]):
+        folds.append(split_dataset(dataset, length - test_size, order))
+        # Rotate the tail to the front: the next fold tests on the part before.
+        order = np.concatenate([order[length - test_size:], order[:length - test_size]])
     return folds
 
 
@@ -211,13 +224,12 @@ def get_cross_validation_datasets_random(
     Args:
         dataset: the dataset to split.
         n_folds: the number of folds.
-        seed: seed of the permutation.
+        seed: seed of the permutation (Chainer's ``RandomState``).
 
     Returns:
         A list of ``(train, test)`` pairs of :class:`SubDataset`.
 
     Raises:
-        ValueError: if ``n_folds`` is less than 1 or larger than the dataset.
+        ValueError: if ``n_folds`` is less than 1.
     """
-    order = np.random.default_rng(seed).permutation(len(dataset))
-    return get_cross_validation_datasets(dataset, n_folds, order)
+    return get_cross_validation_datasets(dataset, n_folds, _permutation(len(dataset), seed))

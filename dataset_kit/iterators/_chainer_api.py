@@ -9,12 +9,18 @@ executor. Nothing here plans, fetches or prefetches a batch.
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
+import numpy as np
+
 from dataset_kit.iterators._engine import Engine
+from dataset_kit.iterators._orders import SamplerMismatchError
 from dataset_kit.iterators.iterator import Iterator
-from dataset_kit.serializers import Deserializer
+
+# Chainer's keys, in the order Chainer's iterators serialize them.
+_CHAINER_KEYS = ("current_position", "epoch", "is_new_epoch")
 
 
 class ChainerIterator(Iterator):
@@ -29,6 +35,17 @@ class ChainerIterator(Iterator):
 
     def __next__(self) -> Any:
         return self._engine.next()
+
+    def __copy__(self) -> ChainerIterator:
+        """An independent iterator at the same position (Chainer's ``copy.copy(it)``).
+
+        It shares the dataset and the order sampler; batches in flight and
+        worker threads or processes are not copied (the copy starts its own).
+        """
+        other = type(self).__new__(type(self))
+        other.__dict__.update(self.__dict__)
+        other._engine = copy.copy(self._engine)
+        return other
 
     # -- Chainer's attributes ------------------------------------------------
 
@@ -139,21 +156,86 @@ class ChainerIterator(Iterator):
     def serialize(self, serializer: Any) -> None:
         """Save or load the state through Chainer's serializer protocol.
 
-        Writes Chainer's keys (``current_position``, ``epoch``, ``is_new_epoch``,
-        ``previous_epoch_detail`` and, when shuffled, ``order``) for
-        readability, plus ``dataset_kit_state``, the JSON of
-        :meth:`state_dict`, which is what loading reads.
+        Like Chainer's iterators, this calls ``value = serializer(key, value)``
+        for every key and takes back the returned values, so any serializer
+        that follows the protocol works: Chainer's npz and HDF5 serializers,
+        dataset_kit's, a user's. The keys are Chainer's (``current_position``,
+        ``epoch``, ``is_new_epoch``, ``order`` when shuffled,
+        ``previous_epoch_detail``) plus ``dataset_kit_state``, the JSON of
+        :meth:`state_dict`.
+
+        Loading prefers ``dataset_kit_state``. Without it (a Chainer snapshot),
+        or when it was saved with another kind of order sampler (which Chainer
+        accepts and :meth:`load_state_dict` refuses), the iterator resumes
+        from Chainer's keys: the epoch in progress continues in the snapshot's
+        order (``_order`` in older snapshots), and later epochs come from this
+        iterator's own sampler.
+
+        Raises:
+            KeyError: if a deserializer lacks a key the state needs, naming it.
+            ValueError: if the state does not fit this iterator.
         """
-        if isinstance(serializer, Deserializer):
-            self.load_state_dict(json.loads(serializer("dataset_kit_state", "")))
-            return
         state = self.state_dict()
-        serializer("current_position", state["current_position"])
-        serializer("epoch", state["epoch"])
-        serializer("is_new_epoch", state["is_new_epoch"])
+        text = json.dumps(state)
         previous = state["previous_epoch_detail"]
-        serializer("previous_epoch_detail", -1.0 if previous is None else previous)
+        sent = {key: state[key] for key in _CHAINER_KEYS}
+        sent["previous_epoch_detail"] = -1.0 if previous is None else previous
+        got = {key: _ask(serializer, key, value) for key, value in sent.items()
+               if key != "previous_epoch_detail"}
         order = self._engine.current_order()
+        got_order = None
         if order is not None:
-            serializer("order", order)
-        serializer("dataset_kit_state", json.dumps(state))
+            try:
+                got_order = serializer("order", order.copy())
+            except KeyError:
+                got_order = _ask(serializer, "_order", order.copy())
+        try:
+            got["previous_epoch_detail"] = serializer("previous_epoch_detail",
+                                                      sent["previous_epoch_detail"])
+        except KeyError:
+            got["previous_epoch_detail"] = None  # older Chainer snapshots: guessed below
+        try:
+            got_text = serializer("dataset_kit_state", text)
+        except KeyError:
+            got_text = None
+        if got_text is not None and str(got_text) != text:
+            try:
+                self.load_state_dict(json.loads(str(got_text)))
+                return
+            except SamplerMismatchError:
+                pass  # Chainer's semantics: resume the epoch in the saved order, below
+        got = {key: sent[key] if value is None and key != "previous_epoch_detail" else value
+               for key, value in got.items()}
+        same_order = got_order is None or np.array_equal(np.asarray(got_order), order)
+        if got == sent and same_order:
+            return  # a serializer that writes, or the state this iterator has
+        self._load_chainer_keys(got, None if same_order else got_order)
+
+    def _load_chainer_keys(self, got: dict, order: Any) -> None:
+        """Resume from a state written by Chainer's iterators."""
+        engine = self._engine
+        epoch, position = int(got["epoch"]), int(got["current_position"])
+        previous = got["previous_epoch_detail"]
+        if previous is None:
+            # Chainer's guess for snapshots older than previous_epoch_detail.
+            n = engine.spec.epoch_size
+            previous = epoch + (position - engine.spec.batch_size) / n
+            previous = max(previous, 0.0) if epoch + position / n > 0 else -1.0
+        state = self.state_dict()
+        state.update(epoch=epoch, current_position=position,
+                     is_new_epoch=bool(got["is_new_epoch"]), carry=0,
+                     previous_epoch_detail=None if float(previous) < 0 else float(previous))
+        if order is not None:
+            state["order_sampler"] = dict(state["order_sampler"],
+                                          order=np.asarray(order).tolist())
+            state["order_sampler"].pop("previous_order", None)
+        self.load_state_dict(state)
+
+
+def _ask(serializer: Any, key: str, value: Any) -> Any:
+    try:
+        return serializer(key, value)
+    except KeyError as error:
+        raise KeyError(
+            f"the iterator state has no {key!r} entry (and no 'dataset_kit_state'); "
+            f"it cannot be resumed") from error

@@ -14,6 +14,7 @@ discarded and planned again.
 
 from __future__ import annotations
 
+import copy
 from collections import deque
 from typing import Any
 
@@ -125,9 +126,12 @@ class Engine:
         return batch
 
     def _fill(self) -> None:
-        executor, pending = self._executor, self._pending
+        executor, pending, orders = self._executor, self._pending, self._orders
         while len(pending) < executor.depth:
-            step = self.spec.advance(self._planned, self._orders.order_of)
+            planned = self._planned
+            if not orders.recomputable:
+                orders.note_start(planned.epoch, planned.current_position)
+            step = self.spec.advance(planned, orders.order_of)
             if step is None:
                 return
             position, plan = step
@@ -141,6 +145,27 @@ class Engine:
             self._executor.cancel(handles)
         self._planned = self.position
 
+    @property
+    def depth(self) -> int:
+        """Batches the executor may have in flight."""
+        return self._executor.depth
+
+    # -- copies ----------------------------------------------------------------
+
+    def __getstate__(self) -> dict:
+        # A copy starts from the consumed position: batches in flight (and
+        # the threads or processes building them) belong to the original.
+        state = self.__dict__.copy()
+        state.update(_pending=deque(), _planned=self.position, _deferred=None)
+        return state
+
+    def __copy__(self) -> Engine:
+        other = Engine.__new__(Engine)
+        other.__dict__.update(self.__getstate__())
+        other._orders = copy.copy(self._orders)
+        other._executor = copy.copy(self._executor)
+        return other
+
     # -- epochs ----------------------------------------------------------------
 
     @property
@@ -153,6 +178,18 @@ class Engine:
     def current_order(self) -> np.ndarray | None:
         """Return the order of the current epoch (None: identity, or an empty dataset)."""
         return self._orders.order_of(self.position.epoch) if self.spec.epoch_size else None
+
+    def pin_current_order(self, order: Any) -> None:
+        """Use ``order`` for the rest of the current epoch (a Chainer snapshot's order).
+
+        Raises:
+            ValueError: if the iterator has no order sampler, or ``order`` does
+                not fit its epochs.
+        """
+        if self.order_sampler is None:
+            raise ValueError("this iterator visits examples in order; it has no order to pin")
+        self._discard_planned()
+        self._orders.pin(self.position.epoch, order)
 
     def reset(self) -> None:
         """Start over from the first batch of epoch 0 (reopening a closed executor).

@@ -147,6 +147,13 @@ class ThreadExecutor(_Closable):
             self._pool = self._new_pool()
             self.closed = False
 
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "_pool"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._pool = self._new_pool()
+
     def close(self) -> None:
         """Stop the threads, waiting for batches being built. Idempotent."""
         if not self.closed:
@@ -229,6 +236,12 @@ class ProcessExecutor(_Closable):
         if self.closed and self._failure is None:
             self._pool = None
             self.closed = False
+
+    def __getstate__(self) -> dict:
+        # A copy or unpickled executor starts workers of its own when first used.
+        state = self.__dict__.copy()
+        state.update(_pool=None, _finalizer=None, _next_task=0)
+        return state
 
     def close(self) -> None:
         """Stop every worker and unlink every shared-memory block. Idempotent.

@@ -2,9 +2,15 @@
 
 Three sources: the identity (no shuffle), a recomputable sampler (epoch →
 order is a pure function of its state, so a checkpoint holds that state: a
-few integers), and a stateful Chainer-style sampler (called once per epoch;
-the checkpoint carries the current order). Orders are computed on demand and
-cached for the epochs in flight.
+few integers), and a stateful Chainer-style sampler (called once per epoch,
+as Chainer calls it; the checkpoint carries the current order). Orders are
+computed on demand and cached for the epochs in flight.
+
+An order may be longer or shorter than the dataset (a sampler that visits
+every example twice); its length is the epoch size, and every later order
+must have the same length. An order can also be *pinned* for one epoch (a
+Chainer snapshot brings its own order for the epoch in progress); a pinned
+order is checkpointed as it is.
 
 The sampler object a user passed is never changed by loading a state: the
 state goes into a copy that this object keeps.
@@ -22,6 +28,10 @@ from dataset_kit.iterators.order_samplers import sampler_kind
 NO_SAMPLER = "none"
 
 
+class SamplerMismatchError(ValueError):
+    """A state was saved with another kind of order sampler than this iterator's."""
+
+
 class Orders:
     """The order of every epoch, for a dataset of ``size`` examples.
 
@@ -37,23 +47,32 @@ class Orders:
         self.sampler = sampler
         self.size = size
         self.kind = NO_SAMPLER if sampler is None else sampler_kind(sampler)
+        self.epoch_size = size
         self._owned = False
         self._cache: dict[int, np.ndarray] = {}
+        self._pinned: set[int] = set()
+        # epoch -> position where its latest planned chunk began: Chainer
+        # passes it to a stateful sampler as ``current_position``.
+        self._starts: dict[int, int] = {}
         first = None
         if sampler is not None and callable(getattr(sampler, "epoch_order", None)):
             first = sampler.epoch_order(0, size)
         self.recomputable = sampler is None or first is not None
         if first is not None:
-            self._cache[0] = _check_order(first, size, self.kind)
+            self._cache[0] = self._first(first)
         elif sampler is not None:
             # Like Chainer, ask a stateful sampler for epoch 0 at once, so a
             # broken sampler fails at construction rather than mid-training.
-            self.order_of(0)
+            self._cache[0] = self._first(sampler(np.arange(size), 0))
 
-    @property
-    def epoch_size(self) -> int:
-        """Examples per epoch: the length of every order."""
-        return self.size
+    def _first(self, order: Any) -> np.ndarray:
+        order = _check_indices(order, self.size, self.kind)
+        self.epoch_size = len(order)
+        return order
+
+    def note_start(self, epoch: int, position: int) -> None:
+        """Record that a batch is planned from ``position`` of ``epoch``."""
+        self._starts[epoch] = position
 
     def order_of(self, epoch: int) -> np.ndarray | None:
         """Return the order of ``epoch`` (None for the identity)."""
@@ -69,17 +88,44 @@ class Orders:
         if self.recomputable:
             order = self.sampler.epoch_order(epoch, self.size)
         else:
-            # A stateful sampler only moves forward: epoch e + 1 from epoch e.
+            # A stateful sampler only moves forward: epoch e + 1 from epoch e,
+            # called as Chainer calls it, with the position where the last
+            # chunk of epoch e began.
             previous = self._cache.get(epoch - 1)
-            if previous is None and epoch > 0:
+            if previous is None:
                 raise RuntimeError(f"order of epoch {epoch} requested before epoch {epoch - 1}")
-            start = np.arange(self.size) if previous is None else previous
-            order = self.sampler(start, self.size if previous is not None else 0)
-        return _check_order(order, self.size, self.kind)
+            order = self.sampler(previous, self._starts.get(epoch - 1, 0))
+        order = _check_indices(order, self.size, self.kind)
+        if len(order) != self.epoch_size:
+            raise ValueError(
+                f"order sampler {self.kind} returned an order of length {len(order)} for epoch "
+                f"{epoch}, but its first order had length {self.epoch_size}; every order must "
+                f"have the same length")
+        return order
+
+    def pin(self, epoch: int, order: Any) -> None:
+        """Use ``order`` for ``epoch`` instead of asking the sampler.
+
+        Raises:
+            ValueError: if ``order`` has another length than the epoch size or
+                indices outside the dataset.
+        """
+        order = _check_indices(order, self.size, self.kind)
+        if len(order) != self.epoch_size:
+            raise ValueError(
+                f"the saved order has length {len(order)}, but this iterator's epochs have "
+                f"{self.epoch_size} examples")
+        self._cache[epoch] = order
+        if self.recomputable:
+            self._pinned.add(epoch)
 
     def clear(self) -> None:
-        """Forget every cached order (a stateful sampler is asked afresh)."""
+        """Forget every cached and pinned order (a stateful sampler is asked afresh)."""
         self._cache.clear()
+        self._pinned.clear()
+        self._starts.clear()
+        if not self.recomputable:
+            self.pin(0, self.sampler(np.arange(self.size), 0))
 
     def forget_before(self, epoch: int) -> None:
         """Drop cached orders of epochs before ``epoch``; they will not be asked for.
@@ -91,14 +137,16 @@ class Orders:
         latest = max(self._cache, default=None)
         for e in [e for e in self._cache if e < epoch - 1 and e != latest]:
             del self._cache[e]
+        self._pinned = {e for e in self._pinned if e >= epoch - 1}
+        self._starts = {e: p for e, p in self._starts.items() if e >= epoch - 1}
 
     def state_dict(self, epoch: int, with_previous: bool = False) -> dict:
         """Return what is needed to recompute the orders from ``epoch`` on.
 
         ``kind`` names the sampler; ``state`` is its own state (the state
         protocol of :class:`~dataset_kit.iterators.OrderSampler`); ``order``,
-        for a stateful sampler only, is the current epoch's order, and
-        ``previous_order`` (when ``with_previous``: a rolled-over batch is
+        for a stateful sampler or a pinned epoch, is the current epoch's order,
+        and ``previous_order`` (when ``with_previous``: a rolled-over batch is
         pending) the one before it.
         """
         state: dict[str, Any] = {"kind": self.kind}
@@ -107,22 +155,23 @@ class Orders:
             sampler_state = own()
             if sampler_state is not None:
                 state["state"] = sampler_state
-        if self.sampler is not None and not self.recomputable:
+        stored = self.sampler is not None and not self.recomputable
+        if stored or epoch in self._pinned:
             state["order"] = self.order_of(epoch).tolist()
-            if with_previous:
-                state["previous_order"] = self.order_of(epoch - 1).tolist()
+        if with_previous and (stored or epoch - 1 in self._pinned):
+            state["previous_order"] = self.order_of(epoch - 1).tolist()
         return state
 
     def load_state_dict(self, state: dict, epoch: int) -> None:
         """Restore the orders saved by :meth:`state_dict` at ``epoch``.
 
         Raises:
-            ValueError: if the state was made by another kind of sampler, or its
-                order does not fit this dataset.
+            SamplerMismatchError: if the state was made by another kind of sampler.
+            ValueError: if its order does not fit this dataset.
         """
         kind = state.get("kind") if isinstance(state, dict) else None
         if kind != self.kind:
-            raise ValueError(
+            raise SamplerMismatchError(
                 f"state was saved with order sampler {kind!r}, but this iterator uses "
                 f"{self.kind!r}"
             )
@@ -137,22 +186,33 @@ class Orders:
                 self._owned = True
             self.sampler.load_state_dict(state["state"])
         self._cache.clear()
-        if self.sampler is not None and not self.recomputable:
-            if "order" not in state:
-                raise ValueError("state of a stateful order sampler lacks its 'order' array")
-            self._cache[epoch] = _check_order(np.asarray(state["order"]), self.size, self.kind)
-            if "previous_order" in state:
-                self._cache[epoch - 1] = _check_order(
-                    np.asarray(state["previous_order"]), self.size, self.kind)
+        self._pinned.clear()
+        self._starts.clear()
+        if self.sampler is not None and not self.recomputable and "order" not in state:
+            raise ValueError("state of a stateful order sampler lacks its 'order' array")
+        if "order" in state:
+            self.pin(epoch, state["order"])
+        if "previous_order" in state:
+            self.pin(epoch - 1, state["previous_order"])
+
+    def __copy__(self) -> Orders:
+        # Its own caches; the sampler object stays shared, as in Chainer.
+        other = Orders.__new__(Orders)
+        other.__dict__.update(self.__dict__)
+        other._cache = dict(self._cache)
+        other._pinned = set(self._pinned)
+        other._starts = dict(self._starts)
+        return other
 
 
-def _check_order(order: Any, size: int, kind: str) -> np.ndarray:
+def _check_indices(order: Any, size: int, kind: str) -> np.ndarray:
     order = np.asarray(order)
-    if order.shape != (size,) or (size and order.dtype.kind not in "iu"):
+    if order.ndim != 1 or (order.size and order.dtype.kind not in "iu"):
         raise ValueError(
             f"order sampler {kind} returned an order of shape {order.shape} and dtype "
-            f"{order.dtype}; expected a 1-D integer array of length {size}"
+            f"{order.dtype}; expected a 1-D integer array"
         )
-    if size and (order.min() < 0 or order.max() >= size):
-        raise ValueError(f"order sampler {kind} returned indices outside [0, {size})")
+    if order.size and (order.min() < 0 or order.max() >= size):
+        raise ValueError(
+            f"order sampler {kind} returned indices outside [0, {size}) (the dataset's length)")
     return order.astype(np.int64, copy=False)

@@ -34,6 +34,10 @@ from dataset_kit.iterators._worker import worker_main
 POLL_SECONDS = 0.25
 
 
+class TimeoutWarning(RuntimeWarning):
+    """A batch has taken longer than ``dataset_timeout`` seconds to build."""
+
+
 class WorkerError(RuntimeError):
     """A worker process raised while building a batch.
 
@@ -245,7 +249,7 @@ class ProcessPool:
                 warnings.warn(
                     f"batch {task_id} has taken {elapsed:.1f} s in worker {worker.index} "
                     f"(pid {worker.process.pid}), over dataset_timeout={self.dataset_timeout}",
-                    RuntimeWarning, stacklevel=5)
+                    TimeoutWarning, stacklevel=5)
                 warned = True
 
     def _raise_dead(self, worker: _Worker) -> None:

@@ -139,6 +139,7 @@ def advance(
         ends = remaining < batch_size
     detail = position.epoch + position.current_position / n
     if ends:
+        order_of(epoch + 1)  # asked when the epoch ends, as Chainer asks its sampler
         next_carry = remaining if last_batch == "rollover" else 0
         next_position = Position(epoch + 1, 0, True, detail, next_carry)
     else:
@@ -161,6 +162,7 @@ def _advance_filling_across_epochs(
         need -= take
         if pos == n:
             epoch, pos = epoch + 1, 0
+            order_of(epoch)  # asked when the epoch ends, as Chainer asks its sampler
     next_position = Position(
         epoch=epoch,
         current_position=pos,

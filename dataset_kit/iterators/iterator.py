@@ -19,6 +19,10 @@ class Iterator:
     def __next__(self) -> Any:
         raise NotImplementedError
 
+    def next(self) -> Any:
+        """Return the next batch (Chainer's spelling of ``next(it)``)."""
+        return self.__next__()
+
     def finalize(self) -> None:
         """Release the iterator's resources. Safe to call more than once."""
 

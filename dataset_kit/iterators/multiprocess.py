@@ -11,6 +11,7 @@ from dataset_kit._checks import positive_int
 from dataset_kit.iterators._chainer_api import ChainerIterator
 from dataset_kit.iterators._engine import Engine
 from dataset_kit.iterators._executors import ProcessExecutor
+from dataset_kit.iterators._process_pool import TimeoutWarning
 
 
 class MultiprocessIterator(ChainerIterator):
@@ -60,6 +61,9 @@ class MultiprocessIterator(ChainerIterator):
         WorkerError: (from ``next()``) when a worker dies or raises.
     """
 
+    #: The category of the warning about a batch slower than ``dataset_timeout``.
+    TimeoutWarning = TimeoutWarning
+
     def __init__(
         self,
         dataset: Any,
@@ -103,15 +107,16 @@ class MultiprocessIterator(ChainerIterator):
         self.dataset_timeout = dataset_timeout
         self.maxtasksperchild = maxtasksperchild
         self.worker_init = worker_init
-        self._executor = ProcessExecutor(
+        self.shared_mem = shared_mem
+        executor = ProcessExecutor(
             dataset, n_workers=self.n_processes, n_prefetch=self.n_prefetch,
             start_method=start_method, converter=converter, worker_init=worker_init,
             max_tasks=maxtasksperchild, dataset_timeout=dataset_timeout)
         super().__init__(Engine(dataset, batch_size=batch_size, repeat=repeat, shuffle=shuffle,
                                 order_sampler=order_sampler, seed=seed, last_batch=last_batch,
-                                executor=self._executor))
+                                executor=executor))
 
     @property
     def _depth(self) -> int:
         # Batches in flight; the leak tests bound shared-memory blocks by it.
-        return self._executor.depth
+        return self._engine.depth

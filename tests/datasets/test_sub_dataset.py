@@ -76,22 +76,34 @@ def test_split_dataset_random_is_a_seeded_partition():
 @given(n=st.integers(1, 40), data=st.data())
 def test_split_dataset_n_partitions_with_sizes_differing_by_at_most_one(n, data):
     parts = data.draw(st.integers(1, n))
-    subsets = split_dataset_n(list(range(n)), parts)
+    subsets = split_dataset_n(list(range(n)), parts, balanced=True)
     assert len(subsets) == parts
     assert sum((as_list(s) for s in subsets), []) == list(range(n))
     sizes = [len(s) for s in subsets]
     assert max(sizes) - min(sizes) <= 1
 
 
+@given(n=st.integers(0, 40), parts=st.integers(1, 12))
+def test_split_dataset_n_by_default_makes_equal_parts_and_drops_the_tail_like_chainer(n, parts):
+    subsets = split_dataset_n(list(range(n)), parts)
+    size = n // parts
+    assert [as_list(s) for s in subsets] == [list(range(k * size, (k + 1) * size))
+                                             for k in range(parts)]
+
+
 def test_split_dataset_n_random_partitions():
-    subsets = split_dataset_n_random(BASE, 3, seed=0)
+    subsets = split_dataset_n_random(BASE, 3, seed=0, balanced=True)
     assert sorted(sum((as_list(s) for s in subsets), [])) == BASE
 
 
-@pytest.mark.parametrize("n", [0, 21])
+@pytest.mark.parametrize("n", [0, -2])
 def test_split_dataset_n_rejects_bad_n(n):
     with pytest.raises(ValueError, match=f"n must.*{n}"):
         split_dataset_n(BASE, n)
+
+
+def test_more_parts_than_examples_are_empty_as_in_chainer():
+    assert [len(s) for s in split_dataset_n(BASE[:2], 3)] == [0, 0, 0]
 
 
 @given(n=st.integers(1, 30), data=st.data())

@@ -170,8 +170,17 @@ def test_stateful_sampler_state_carries_the_order_and_resumes():
 
 
 def test_bad_sampler_orders_are_rejected():
-    with pytest.raises(ValueError, match="length 4"):
-        SerialIterator(list(range(4)), 2, order_sampler=lambda order, pos: np.arange(3))
+    # Chainer's rule: the first order's length is the epoch size; a later order of
+    # another length, or indices outside the dataset, are errors.
+    lengths = iter([4, 3])
+    sampler = lambda order, pos: np.arange(next(lengths))  # noqa: E731
+    it = SerialIterator(list(range(4)), 2, order_sampler=sampler)
+    assert next(it) == [0, 1]
+    # Like Chainer, the sampler is asked for epoch 1 by the batch that ends epoch 0.
+    with pytest.raises(ValueError, match="length 3 for epoch 1.*first order had length 4"):
+        next(it)
+    with pytest.raises(ValueError, match=r"outside \[0, 4\)"):
+        SerialIterator(list(range(4)), 2, order_sampler=lambda order, pos: np.arange(5))
 
 
 @pytest.mark.parametrize("change, message", [
