@@ -1,6 +1,6 @@
 """dataset_kit: datasets, iterators and converters that feed training loops."""
 
-from dataset_kit import datasets, iterators, serializers
+from dataset_kit import datasets, iterators, serializers, tabular
 from dataset_kit._example_context import example_rng
 from dataset_kit.batch import ExampleBatch
 from dataset_kit.convert import concat_examples, to_device
@@ -19,6 +19,7 @@ from dataset_kit.download import (
     set_dataset_root,
 )
 from dataset_kit.iterators import Iterator
+from dataset_kit.tabular import TabularDataset
 
 __all__ = [
     "DatasetMixin",
@@ -40,5 +41,7 @@ __all__ = [
     "iterators",
     "serializers",
     "set_dataset_root",
+    "tabular",
+    "TabularDataset",
     "to_device",
 ]

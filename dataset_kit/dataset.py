@@ -77,7 +77,8 @@ class DatasetMixin:
 
     Subclasses implement ``__len__`` and :meth:`get_example`. They may override
     :meth:`get_examples` to fetch a whole batch at once (array-backed datasets
-    answer with one fancy index per column).
+    answer with one fancy index per column). Iterators, slices and index
+    arrays go through :meth:`get_batch`, which calls :meth:`get_examples`.
 
     * ``ds[i]`` accepts ``-len(ds) <= i < len(ds)``; other integers raise
       :class:`IndexError`.
@@ -98,9 +99,9 @@ class DatasetMixin:
         length = len(self)
         if isinstance(index, slice):
             r = range(length)[index]
-            return self.get_examples(np.arange(r.start, r.stop, r.step, dtype=np.int64))
+            return self.get_batch(np.arange(r.start, r.stop, r.step, dtype=np.int64))
         if isinstance(index, (list, np.ndarray)):
-            return self.get_examples(normalize_index_array(index, length))
+            return self.get_batch(normalize_index_array(index, length))
         return self.get_example(normalize_index(index, length))
 
     def get_example(self, i: int) -> Any:
@@ -129,11 +130,26 @@ class DatasetMixin:
         """
         return _example_context.map_examples(self.get_example, indices.tolist())
 
+    def get_batch(self, indices: np.ndarray) -> Sequence[Any]:
+        """Return the examples at ``indices``: what iterators ask a dataset for.
+
+        The default is :meth:`get_examples`; a dataset family whose
+        ``get_examples`` means something else (Chainer's tabular datasets
+        return columns) overrides this instead.
+
+        Args:
+            indices: a 1-D int64 array of valid, non-negative indices.
+
+        Returns:
+            A list (or list-like batch) of examples, in the order of ``indices``.
+        """
+        return self.get_examples(indices)
+
 
 def fetch_examples(dataset: Any, indices: np.ndarray) -> Sequence[Any]:
     """Fetch valid, non-negative ``indices`` from any dataset, a batch at once if it can.
 
-    A :class:`DatasetMixin` answers with :meth:`DatasetMixin.get_examples`; a
+    A :class:`DatasetMixin` answers with :meth:`DatasetMixin.get_batch`; a
     numpy array with one fancy index (as an :class:`~dataset_kit.ExampleBatch`);
     any other sequence (a list, or a Gluon/PyTorch-style dataset with only
     ``__getitem__``) one item at a time, with the example cursor kept in step
@@ -147,7 +163,7 @@ def fetch_examples(dataset: Any, indices: np.ndarray) -> Sequence[Any]:
         A sequence of examples in the order of ``indices``.
     """
     if isinstance(dataset, DatasetMixin):
-        return dataset.get_examples(indices)
+        return dataset.get_batch(indices)
     if isinstance(dataset, np.ndarray) and dataset.ndim >= 1:
         return ExampleBatch(dataset[indices])
     return _example_context.map_examples(dataset.__getitem__, indices.tolist())
