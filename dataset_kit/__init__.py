@@ -1,6 +1,6 @@
 """dataset_kit: datasets, iterators and converters that feed training loops."""
 
-from dataset_kit import datasets, iterators, serializers, tabular
+from dataset_kit import datasets, io, iterators, loader, serializers, tabular
 from dataset_kit._example_context import example_rng
 from dataset_kit.batch import ExampleBatch
 from dataset_kit.convert import concat_examples, to_device
@@ -38,7 +38,9 @@ __all__ = [
     "get_dataset_root",
     "datasets",
     "example_rng",
+    "io",
     "iterators",
+    "loader",
     "serializers",
     "set_dataset_root",
     "tabular",

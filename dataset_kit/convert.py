@@ -10,30 +10,84 @@ import numpy as np
 from dataset_kit.batch import ExampleBatch
 
 
-def to_device(device: Any, x: Any) -> Any:
-    """Send ``x`` to ``device``; the seam where device support plugs in.
+def to_device(device: Any, x: Any, pin_memory: bool = False) -> Any:
+    """Send ``x`` to ``device``.
 
-    Only the host is supported today: ``device`` must be ``None``, ``-1`` or
-    ``"cpu"`` (or ``"@numpy"``), and ``x`` is returned unchanged.
+    ``None``, ``-1``, ``"cpu"`` and ``"@numpy"`` mean host numpy arrays: ``x`` is
+    returned unchanged. A PyTorch device (a ``torch.device``, or a string
+    such as ``"cuda"``, ``"cuda:1"``, ``"mps"`` or ``"torch:cpu"``) gives
+    ``torch.Tensor``\ s made with ``torch.from_numpy`` (no copy on the host),
+    pinned first when ``pin_memory`` and CUDA is available, and moved with
+    ``non_blocking=True``. PyTorch is optional (``pip install
+    'dataset_kit[torch]'``).
 
     Args:
         device: the target device.
-        x: an array, or a tuple/dict of arrays.
+        x: an array, or a tuple, list or dict of them (other values pass through).
+        pin_memory: pin host memory before a copy to a CUDA device.
 
     Returns:
         ``x`` on the device.
 
     Raises:
-        ValueError: if ``device`` names a device that is not supported.
+        ValueError: if ``device`` names no known device, or one PyTorch does not see.
+        ImportError: for a PyTorch device when PyTorch is not installed.
     """
     if device is None or (isinstance(device, str) and device in ("cpu", "@numpy")):
         return x
     if isinstance(device, int) and not isinstance(device, bool) and device < 0:
         return x
-    raise ValueError(
-        f"device {device!r} is not supported; dataset_kit converts to host numpy arrays "
-        f"only (device=None, -1 or 'cpu')"
-    )
+    target = _torch_device(device)
+    if target is None:
+        raise ValueError(
+            f"device {device!r} is not supported; use None, -1 or 'cpu' for numpy arrays, or a "
+            f"PyTorch device ('cuda', 'cuda:0', 'mps', 'torch:cpu' or a torch.device)"
+        )
+    return _to_torch(x, target, pin_memory)
+
+
+_TORCH_PREFIXES = ("cuda", "mps", "xpu", "torch:")
+
+
+def _torch_device(device: Any) -> Any:
+    """The torch.device ``device`` names, or None if it names none."""
+    is_torch_object = type(device).__module__ == "torch" and type(device).__name__ == "device"
+    if not is_torch_object and not (isinstance(device, str) and device.startswith(_TORCH_PREFIXES)):
+        return None
+    try:
+        import torch
+    except ImportError:
+        raise ImportError(
+            f"device {device!r} is a PyTorch device, and PyTorch is not installed; install it "
+            f"with: pip install 'dataset_kit[torch]'") from None
+    name = device[len("torch:"):] if isinstance(device, str) and device.startswith("torch:") \
+        else device
+    target = torch.device(name)
+    available = {"cpu": lambda: True, "cuda": torch.cuda.is_available,
+                 "mps": lambda: torch.backends.mps.is_available()}.get(target.type, lambda: True)
+    if not available():
+        raise ValueError(f"device {device!r} is not available: PyTorch sees no {target.type} "
+                         f"device here")
+    return target
+
+
+def _to_torch(x: Any, device: Any, pin_memory: bool) -> Any:
+    import torch
+
+    if isinstance(x, np.ndarray):
+        tensor = torch.from_numpy(x if x.flags.writeable else x.copy())
+        if device.type == "cpu":
+            return tensor
+        if pin_memory and device.type == "cuda" and torch.cuda.is_available():
+            tensor = tensor.pin_memory()
+        return tensor.to(device, non_blocking=True)
+    if isinstance(x, tuple):
+        return tuple(_to_torch(v, device, pin_memory) for v in x)
+    if isinstance(x, list):
+        return [_to_torch(v, device, pin_memory) for v in x]
+    if isinstance(x, Mapping):
+        return {k: _to_torch(v, device, pin_memory) for k, v in x.items()}
+    return x
 
 
 def concat_examples(batch: Sequence[Any], device: Any = None, padding: Any = None) -> Any:

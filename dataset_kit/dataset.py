@@ -145,6 +145,53 @@ class DatasetMixin:
         """
         return self.get_examples(indices)
 
+    # -- Gluon's dataset operations (views; see dataset_kit.datasets.gluon_ops) --
+
+    def transform(self, fn: Any, lazy: bool = True) -> DatasetMixin:
+        """Return a dataset of ``fn(*example)`` (tuples) or ``fn(example)`` (Gluon).
+
+        Args:
+            fn: the function; it may draw from :func:`~dataset_kit.example_rng`.
+            lazy: apply it on access; False applies it to every example now.
+        """
+        from dataset_kit.datasets import gluon_ops
+
+        return gluon_ops.transform(self, fn, lazy)
+
+    def transform_first(self, fn: Any, lazy: bool = True) -> DatasetMixin:
+        """Like :meth:`transform`, applied to the first field of each example only."""
+        from dataset_kit.datasets import gluon_ops
+
+        return gluon_ops.transform_first(self, fn, lazy)
+
+    def filter(self, fn: Any) -> DatasetMixin:
+        """Return a view of the examples for which ``fn(example)`` is true."""
+        from dataset_kit.datasets import gluon_ops
+
+        return gluon_ops.filter_examples(self, fn)
+
+    def shard(self, num_shards: int, index: int) -> DatasetMixin:
+        """Return contiguous shard ``index`` of ``num_shards`` (sizes differ by at most one).
+
+        Raises:
+            ValueError: if ``num_shards`` is not positive or ``index`` not below it.
+        """
+        from dataset_kit.datasets import gluon_ops
+
+        return gluon_ops.shard(self, num_shards, index)
+
+    def take(self, count: int | None) -> DatasetMixin:
+        """Return a view of the first ``count`` examples (all of them for None)."""
+        from dataset_kit.datasets import gluon_ops
+
+        return gluon_ops.take(self, count)
+
+    def sample(self, sampler: Any) -> DatasetMixin:
+        """Return a view of the examples at the indices ``sampler`` yields."""
+        from dataset_kit.datasets import gluon_ops
+
+        return gluon_ops.sample(self, sampler)
+
 
 def fetch_examples(dataset: Any, indices: np.ndarray) -> Sequence[Any]:
     """Fetch valid, non-negative ``indices`` from any dataset, a batch at once if it can.

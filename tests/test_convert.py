@@ -117,7 +117,25 @@ def test_host_devices_are_accepted(device):
     assert to_device(device, x) is x
 
 
-@pytest.mark.parametrize("device", [0, "cuda:0"])
+@pytest.mark.parametrize("device", [0, "gpu0"])
 def test_other_devices_are_rejected_by_name(device):
     with pytest.raises(ValueError, match=repr(device).replace("'", ".")):
         concat_examples([np.ones(1)], device=device)
+
+
+def test_a_pytorch_device_needs_pytorch_and_must_exist():
+    try:
+        import torch
+    except ImportError:
+        with pytest.raises(ImportError, match=r"dataset_kit\[torch\]"):
+            concat_examples([np.ones(1)], device="cuda:0")
+        return
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="'cuda:0' is not available"):
+            concat_examples([np.ones(1)], device="cuda:0")
+    x = np.arange(6.0).reshape(3, 2)
+    tensor = concat_examples([x[0], x[1], x[2]], device="torch:cpu")
+    assert isinstance(tensor, torch.Tensor) and tensor.tolist() == x.tolist()
+    shared = to_device(torch.device("cpu"), x)
+    shared[0, 0] = 42.0  # from_numpy: no copy on the host
+    assert x[0, 0] == 42.0

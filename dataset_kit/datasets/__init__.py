@@ -1,5 +1,6 @@
 """Ready datasets and dataset combinators."""
 
+from dataset_kit.datasets.array_dataset import ArrayDataset, SimpleDataset
 from dataset_kit.datasets.concatenated_dataset import ConcatenatedDataset
 from dataset_kit.datasets.sub_dataset import (
     SubDataset,
@@ -14,6 +15,8 @@ from dataset_kit.datasets.transform_dataset import TransformDataset
 from dataset_kit.datasets.tuple_dataset import DictDataset, TupleDataset
 
 __all__ = [
+    "ArrayDataset",
+    "SimpleDataset",
     "ConcatenatedDataset",
     "DictDataset",
     "SubDataset",

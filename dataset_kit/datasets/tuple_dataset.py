@@ -26,6 +26,15 @@ def _gather(column: Sequence, indices: np.ndarray) -> Any:
     return fetch_examples(column, indices)
 
 
+def _stacked(column: Any) -> np.ndarray | None:
+    """The column as one stacked array, if it is one already (else None)."""
+    if isinstance(column, np.ndarray):
+        return column
+    if isinstance(column, ExampleBatch) and isinstance(column.columns, np.ndarray):
+        return column.columns
+    return None
+
+
 class TupleDataset(DatasetMixin):
     """A dataset whose examples are tuples taken from parallel columns.
 
@@ -64,6 +73,10 @@ class TupleDataset(DatasetMixin):
         if self._all_arrays:
             return ExampleBatch._trusted(tuple([d[indices] for d in self._datasets]), len(indices))
         columns = [_gather(d, indices) for d in self._datasets]
+        stacked = [_stacked(c) for c in columns]
+        if all(c is not None for c in stacked):
+            # Columns from datasets that answer with stacked arrays stay stacked.
+            return ExampleBatch._trusted(tuple(stacked), len(indices))
         return list(zip(*columns))
 
 

@@ -1,7 +1,7 @@
 """Iterators over datasets, and the order samplers they use."""
 
 from dataset_kit._example_context import example_rng
-from dataset_kit.iterators._process_pool import WorkerDiedError, WorkerError
+from dataset_kit.iterators._process_pool import BatchTimeoutError, WorkerDiedError, WorkerError
 from dataset_kit.iterators.iterator import Iterator
 from dataset_kit.iterators.multiprocess import MultiprocessIterator
 from dataset_kit.iterators.multithread import MultithreadIterator
@@ -9,6 +9,7 @@ from dataset_kit.iterators.order_samplers import OrderSampler, ShuffleOrderSampl
 from dataset_kit.iterators.serial import SerialIterator
 
 __all__ = [
+    "BatchTimeoutError",
     "Iterator",
     "MultiprocessIterator",
     "MultithreadIterator",

@@ -191,6 +191,25 @@ class Engine:
         self._discard_planned()
         self._orders.pin(self.position.epoch, order)
 
+    def start_next_epoch(self, keep_rollover: bool = True) -> None:
+        """Leave the epoch in progress: the next batch opens the next epoch.
+
+        Mid-epoch, the rest of the epoch is skipped. At an epoch boundary
+        nothing changes, except that ``keep_rollover=False`` drops examples
+        waiting to roll over into the next epoch.
+        """
+        p = self.position
+        # At a boundary the last batch ended an epoch (a crossing batch may have
+        # begun the next one already), or nothing was consumed yet.
+        if p.is_new_epoch or p.previous_epoch_detail is None:
+            if keep_rollover or not p.carry:
+                return
+            next_position = p._replace(carry=0)
+        else:
+            next_position = Position(p.epoch + 1, 0, True, self.epoch_detail, 0)
+        self._discard_planned()
+        self.position = self._planned = next_position
+
     def reset(self) -> None:
         """Start over from the first batch of epoch 0 (reopening a closed executor).
 

@@ -19,7 +19,14 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol
 
 from dataset_kit.iterators._fetch import fetch_batch
-from dataset_kit.iterators._process_pool import ProcessPool, WorkerDiedError, WorkerError
+from concurrent.futures import TimeoutError as FutureTimeout
+
+from dataset_kit.iterators._process_pool import (
+    BatchTimeoutError,
+    ProcessPool,
+    WorkerDiedError,
+    WorkerError,
+)
 from dataset_kit.iterators._statemachine import BatchPlan
 
 Converter = Callable[[Any], Any]
@@ -118,15 +125,20 @@ class ThreadExecutor(_Closable):
         dataset: the dataset (accessed from several threads).
         n_threads: worker threads.
         converter: applied to each batch in its thread, or None.
+        depth: batches in flight; ``2 * n_threads`` when None.
+        timeout: seconds after which a batch not yet built is a
+            :class:`~dataset_kit.iterators.BatchTimeoutError` (None: wait).
     """
 
     prefetches = True
 
-    def __init__(self, dataset: Any, n_threads: int, converter: Converter | None = None) -> None:
+    def __init__(self, dataset: Any, n_threads: int, converter: Converter | None = None,
+                 depth: int | None = None, timeout: float | None = None) -> None:
         self._dataset = dataset
         self._converter = converter
         self.n_threads = n_threads
-        self.depth = 2 * n_threads
+        self.depth = 2 * n_threads if depth is None else depth
+        self.timeout = timeout
         self._pool = self._new_pool()
 
     def _new_pool(self) -> ThreadPoolExecutor:
@@ -136,7 +148,21 @@ class ThreadExecutor(_Closable):
         return self._pool.submit(_build, self._dataset, plan, seed, self._converter)
 
     def collect(self, handle: Future) -> Any:
-        return handle.result()
+        try:
+            return handle.result(self.timeout)
+        except FutureTimeout:
+            error = BatchTimeoutError(
+                f"a batch did not arrive within timeout={self.timeout} s from the thread pool; "
+                f"a slow transform needs a larger timeout")
+            self._failure = error
+            self.close_now()
+            raise error from None
+
+    def close_now(self) -> None:
+        """Stop without waiting for batches being built (they are abandoned)."""
+        if not self.closed:
+            self.closed = True
+            self._pool.shutdown(wait=False, cancel_futures=True)
 
     def cancel(self, handles: list) -> None:
         for future in handles:
@@ -177,17 +203,22 @@ class ProcessExecutor(_Closable):
         worker_init: ``worker_init(index, n_workers)`` run once per worker.
         max_tasks: batches a worker builds before it is replaced, or None.
         dataset_timeout: seconds after which a slow batch is warned about.
+        timeout: seconds after which a batch not delivered is a
+            :class:`~dataset_kit.iterators.BatchTimeoutError` (None: wait).
+        depth: batches in flight; ``n_workers * (n_prefetch + 1)`` when None.
     """
 
     prefetches = True
 
-    def __init__(self, dataset: Any, *, n_workers: int, n_prefetch: int, start_method: str,
-                 converter: Converter | None = None, worker_init: Any = None,
-                 max_tasks: int | None = None, dataset_timeout: float | None = None) -> None:
-        self.depth = n_workers * (n_prefetch + 1)
+    def __init__(self, dataset: Any, *, n_workers: int, n_prefetch: int = 1,
+                 start_method: str = "fork", converter: Converter | None = None,
+                 worker_init: Any = None, max_tasks: int | None = None,
+                 dataset_timeout: float | None = None, timeout: float | None = None,
+                 depth: int | None = None) -> None:
+        self.depth = n_workers * (n_prefetch + 1) if depth is None else max(depth, 1)
         self._options = dict(n_workers=n_workers, start_method=start_method, dataset=dataset,
                              converter=converter, worker_init=worker_init, max_tasks=max_tasks,
-                             dataset_timeout=dataset_timeout)
+                             dataset_timeout=dataset_timeout, timeout=timeout)
         self._pool: ProcessPool | None = None
         self._next_task = 0
         self._finalizer: weakref.finalize | None = None

@@ -47,6 +47,14 @@ class WorkerError(RuntimeError):
     """
 
 
+class BatchTimeoutError(WorkerError, TimeoutError):
+    """A batch did not arrive within the iterator's ``timeout`` (Gluon's ``timeout``).
+
+    The iterator stops every worker: a worker that hangs leaves the pipeline
+    in an unknown state.
+    """
+
+
 class WorkerDiedError(WorkerError):
     """A worker process died (a signal, ``os._exit``, a crash).
 
@@ -88,6 +96,8 @@ class ProcessPool:
         worker_init: ``worker_init(index, n_workers)`` run once per worker, or None.
         max_tasks: tasks per worker before it is replaced, or None.
         dataset_timeout: seconds after which a slow batch is warned about.
+        timeout: seconds after which a batch still not delivered is a
+            :class:`BatchTimeoutError` (None: wait as long as workers live).
 
     Raises:
         TypeError: if the dataset, converter or worker_init cannot be pickled
@@ -96,7 +106,7 @@ class ProcessPool:
 
     def __init__(self, *, n_workers: int, start_method: str, dataset: Any, converter: Any = None,
                  worker_init: Any = None, max_tasks: int | None = None,
-                 dataset_timeout: float | None = None) -> None:
+                 dataset_timeout: float | None = None, timeout: float | None = None) -> None:
         self._context = multiprocessing.get_context(start_method)
         self._payload: Any = (dataset, converter, worker_init, max_tasks)
         if start_method != "fork":
@@ -115,6 +125,7 @@ class ProcessPool:
         self.n_workers = n_workers
         self.max_tasks = max_tasks
         self.dataset_timeout = dataset_timeout
+        self.timeout = timeout
         self.workers: list[_Worker] = []
         self._retiring: list[_Worker] = []
         self.closed = False
@@ -251,6 +262,11 @@ class ProcessPool:
                     f"(pid {worker.process.pid}), over dataset_timeout={self.dataset_timeout}",
                     TimeoutWarning, stacklevel=5)
                 warned = True
+            if self.timeout is not None and elapsed > self.timeout:
+                raise BatchTimeoutError(
+                    f"batch {task_id} did not arrive within timeout={self.timeout} s from worker "
+                    f"{worker.index} (pid {worker.process.pid}); a slow transform needs a larger "
+                    f"timeout")
 
     def _raise_dead(self, worker: _Worker) -> None:
         worker.process.join(1.0)

@@ -1,0 +1,70 @@
+"""Gluon's ArrayDataset and SimpleDataset."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from dataset_kit.batch import ExampleBatch
+from dataset_kit.dataset import DatasetMixin, fetch_examples
+
+
+class ArrayDataset(DatasetMixin):
+    """Parallel arrays: example ``i`` is ``a[i]`` for one array, ``(a[i], b[i], ...)`` for several.
+
+    A batch of array columns is an :class:`~dataset_kit.ExampleBatch` (one
+    gather per column).
+
+    Args:
+        *arrays: arrays, lists or datasets of one length.
+
+    Raises:
+        ValueError: if no array is given or the lengths differ.
+    """
+
+    def __init__(self, *arrays: Sequence) -> None:
+        if not arrays:
+            raise ValueError("ArrayDataset needs at least one array, got none")
+        lengths = [len(a) for a in arrays]
+        if len(set(lengths)) > 1:
+            raise ValueError(f"ArrayDataset arrays must have the same length, got {lengths}")
+        self._arrays, self._length = arrays, lengths[0]
+        self._all_arrays = all(isinstance(a, np.ndarray) and a.ndim >= 1 for a in arrays)
+
+    def __len__(self) -> int:
+        return self._length
+
+    def get_example(self, i: int) -> Any:
+        if len(self._arrays) == 1:
+            return self._arrays[0][i]
+        return tuple(a[i] for a in self._arrays)
+
+    def get_examples(self, indices: np.ndarray) -> Sequence[Any]:
+        if self._all_arrays:
+            columns = tuple(a[indices] for a in self._arrays)
+            return ExampleBatch._trusted(columns[0] if len(columns) == 1 else columns,
+                                         len(indices))
+        columns = [fetch_examples(a, indices) for a in self._arrays]
+        return list(columns[0]) if len(columns) == 1 else list(zip(*columns))
+
+
+class SimpleDataset(DatasetMixin):
+    """A dataset over any sequence (a list, say): example ``i`` is ``data[i]``.
+
+    Args:
+        data: the sequence.
+    """
+
+    def __init__(self, data: Sequence) -> None:
+        self._data = data
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def get_example(self, i: int) -> Any:
+        return self._data[i]
+
+    def get_examples(self, indices: np.ndarray) -> Sequence[Any]:
+        return fetch_examples(self._data, indices)

@@ -1,0 +1,112 @@
+"""CSVArrayDataset: the rows of a numeric CSV file, read on demand, never the whole file."""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from dataset_kit.batch import ExampleBatch
+from dataset_kit.dataset import DatasetMixin
+
+_CHUNK = 16 << 20
+
+
+def line_offsets(path: str) -> np.ndarray:
+    """Return the byte offset of every line's start, plus the end of the last line.
+
+    The file is scanned in chunks (memory stays bounded); a final line without
+    a newline counts, a trailing newline adds no empty line.
+    """
+    ends = []
+    size = 0
+    with open(path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            ends.append(np.flatnonzero(np.frombuffer(chunk, np.uint8) == 10) + (size + 1))
+            size += len(chunk)
+    offsets = np.concatenate([np.zeros(1, np.int64), *ends]).astype(np.int64)
+    if offsets[-1] != size:
+        offsets = np.append(offsets, size)
+    return offsets
+
+
+class CSVArrayDataset(DatasetMixin):
+    """Row ``i`` of a numeric CSV file, as an array of ``row_shape``.
+
+    An index of line offsets is built once (a scan, not a load); batches are
+    read by offset and parsed with numpy's C parser, a contiguous range of
+    rows in one read. The file is opened lazily and reopened in each process,
+    so the dataset works in forked or spawned workers; pickling it pickles the
+    path and the index, not the data.
+
+    Args:
+        path: the CSV file (comma-separated numbers, no header).
+        row_shape: the shape of one row's values (their product is the
+            number of columns).
+        dtype: the arrays' dtype.
+
+    Raises:
+        FileNotFoundError: if ``path`` does not exist.
+        ValueError: (on access) for a malformed row, naming the file and line.
+    """
+
+    def __init__(self, path: str | os.PathLike, row_shape: Sequence[int],
+                 dtype: Any = np.float32) -> None:
+        self.path = os.fspath(path)
+        self.row_shape = tuple(int(d) for d in row_shape)
+        if not self.row_shape or any(d <= 0 for d in self.row_shape):
+            raise ValueError(f"row_shape must be positive dimensions, got {row_shape!r}")
+        self.dtype = np.dtype(dtype)
+        self._columns = int(np.prod(self.row_shape))
+        self._offsets = line_offsets(self.path)
+        self._file: Any = None
+        self._pid: int | None = None
+
+    def __len__(self) -> int:
+        return len(self._offsets) - 1
+
+    def __getstate__(self) -> dict:
+        return dict(self.__dict__, _file=None, _pid=None)
+
+    def _fd(self) -> int:
+        if self._pid != os.getpid():  # first use, or a new process: never share a handle
+            self._file = open(self.path, "rb")  # noqa: SIM115 - lives with the dataset
+            self._pid = os.getpid()
+        return self._file.fileno()
+
+    def get_example(self, i: int) -> np.ndarray:
+        return self._rows(np.array([i]))[0]
+
+    def get_examples(self, indices: np.ndarray) -> Sequence[Any]:
+        return ExampleBatch._trusted(self._rows(indices), len(indices))
+
+    def _rows(self, indices: np.ndarray) -> np.ndarray:
+        if len(indices) == 0:
+            return np.empty((0, *self.row_shape), self.dtype)
+        first, last = int(indices[0]), int(indices[-1])
+        fd = self._fd()
+        if last - first == len(indices) - 1 and np.all(np.diff(indices) == 1):
+            start, stop = self._offsets[first], self._offsets[last + 1]
+            return self._parse(os.pread(fd, int(stop - start), int(start)), first)
+        rows = [self._parse(os.pread(fd, int(self._offsets[i + 1] - self._offsets[i]),
+                                     int(self._offsets[i])), int(i)) for i in indices]
+        return np.concatenate(rows)
+
+    def _parse(self, block: bytes, first_line: int) -> np.ndarray:
+        try:
+            values = np.loadtxt(io.BytesIO(block), delimiter=",", dtype=self.dtype, ndmin=2,
+                                comments=None)
+        except ValueError as error:
+            raise ValueError(f"{self.path}: malformed CSV near line {first_line + 1} (a batch "
+                             f"from there on): {error}") from None
+        if values.shape[1] != self._columns or values.shape[0] != block.count(b"\n") + (
+                not block.endswith(b"\n")):
+            for k, line in enumerate(block.splitlines()):
+                if not line.strip() or line.count(b",") != self._columns - 1:
+                    raise ValueError(
+                        f"{self.path}, line {first_line + k + 1}: expected {self._columns} "
+                        f"values (row_shape {self.row_shape}), got {line[:80]!r}")
+        return values.reshape(-1, *self.row_shape)

@@ -1,0 +1,115 @@
+"""The DataIter that MXNet-style front doors share: an engine plus MXNet's epoch protocol.
+
+MXNet                         engine
+============================  ==================================================
+``next()`` / ``iter_next()``  ``engine.next()`` until the batch that ends the epoch
+``StopIteration``             after that batch, until ``reset()``
+``reset()`` mid-epoch         ``start_next_epoch()`` (MXNet restarts the epoch)
+``DataBatch.pad``             from the batch's plan (see :data:`PAD_RULES`)
+``data`` / ``label``          the first / last columns of each stacked batch
+============================  ==================================================
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from dataset_kit.convert import concat_examples
+from dataset_kit.io.data_iter import DataDesc, DataIter
+from dataset_kit.iterators._engine import Engine
+
+# How DataBatch.pad is counted:
+#   "padding": the examples the 'pad' policy added (MXNet's pad);
+#   "rolled":  examples rolled over from the previous epoch (MXNet's roll_over reports these);
+#   "wrapped": examples taken from the next epoch to fill the batch (CSVIter's round_batch).
+PAD_RULES = ("padding", "rolled", "wrapped")
+
+
+class EngineDataIter(DataIter):
+    """A :class:`DataIter` whose examples are tuples ``(data..., label...)`` of an engine's dataset.
+
+    Args:
+        engine: the engine (repeating), which owns order, epochs and checkpoints.
+        data_descs: the data inputs' names and per-example shapes and dtypes.
+        label_descs: the labels', likewise.
+        pad_rule: one of :data:`PAD_RULES`.
+        with_index: whether ``DataBatch.index`` gives the examples' indices.
+    """
+
+    def __init__(self, engine: Engine, data_descs: list[DataDesc], label_descs: list[DataDesc],
+                 pad_rule: str, with_index: bool) -> None:
+        super().__init__(engine.spec.batch_size)
+        self._engine = engine
+        self._data_descs, self._label_descs = data_descs, label_descs
+        self._pad_rule, self._with_index = pad_rule, with_index
+        self._epoch_open = True   # False once the batch that ends the epoch was delivered
+        self._exhausted = False   # StopIteration was raised since then
+        self._current: tuple | None = None
+
+    def iter_next(self) -> bool:
+        if not self._epoch_open:
+            self._exhausted = True
+            return False
+        batch = self._engine.next()
+        columns = concat_examples(batch)
+        self._current = columns if isinstance(columns, tuple) else (columns,)
+        self._epoch_open = not self._engine.position.is_new_epoch
+        return True
+
+    def reset(self) -> None:
+        """Start the next epoch; mid-epoch, the rest of the epoch is skipped (MXNet restarts)."""
+        # MXNet rolls a leftover over only when the epoch ran into StopIteration.
+        self._engine.start_next_epoch(keep_rollover=self._exhausted or self._epoch_open)
+        self._epoch_open, self._exhausted = True, False
+
+    def getdata(self) -> list:
+        return list(self._current[:len(self._data_descs)])
+
+    def getlabel(self) -> list:
+        return list(self._current[len(self._data_descs):])
+
+    def getpad(self) -> int:
+        plan = self._engine.last_plan
+        if self._pad_rule == "padding":
+            return plan.pad
+        if isinstance(plan.epochs, int):
+            return 0
+        if self._pad_rule == "rolled":
+            return int(np.count_nonzero(plan.epochs < plan.epochs[-1]))
+        return int(np.count_nonzero(plan.epochs > plan.epochs[0]))
+
+    def getindex(self) -> Any:
+        return self._engine.last_plan.indices.copy() if self._with_index else None
+
+    @property
+    def provide_data(self) -> list:
+        return [self._batched(d) for d in self._data_descs]
+
+    @property
+    def provide_label(self) -> list:
+        return [self._batched(d) for d in self._label_descs]
+
+    def _batched(self, desc: DataDesc) -> DataDesc:
+        return desc._replace(shape=(self.batch_size, *desc.shape))
+
+    def state_dict(self) -> dict:
+        return {"engine": self._engine.state_dict(), "epoch_open": self._epoch_open,
+                "exhausted": self._exhausted}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Resume from :meth:`state_dict` (any iterator over the same data and settings).
+
+        Raises:
+            ValueError: if the state does not fit this iterator.
+        """
+        if not isinstance(state, dict) or "engine" not in state:
+            raise ValueError(f"state is not a DataIter state: {state!r:.120}")
+        self._engine.load_state_dict(state["engine"])
+        self._epoch_open = bool(state.get("epoch_open", True))
+        self._exhausted = bool(state.get("exhausted", False))
+
+    def close(self) -> None:
+        """Release threads, processes and shared memory. Idempotent."""
+        self._engine.close()

@@ -1,0 +1,150 @@
+"""ResizeIter and PrefetchingIter: MXNet's iterators over other DataIters."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dataset_kit._checks import positive_int
+from dataset_kit.io.data_iter import DataBatch, DataDesc, DataIter
+
+
+class ResizeIter(DataIter):
+    """Exactly ``size`` batches per epoch from ``data_iter``, restarting it when it runs out.
+
+    Args:
+        data_iter: the iterator.
+        size: batches per epoch.
+        reset_internal: reset ``data_iter`` too on :meth:`reset`.
+    """
+
+    def __init__(self, data_iter: DataIter, size: int, reset_internal: bool = True) -> None:
+        super().__init__(data_iter.batch_size)
+        self.data_iter, self.size = data_iter, positive_int("size", size)
+        self.reset_internal = reset_internal
+        self.cur = 0
+        self.current_batch: DataBatch | None = None
+
+    def reset(self) -> None:
+        self.cur = 0
+        if self.reset_internal:
+            self.data_iter.reset()
+
+    def iter_next(self) -> bool:
+        if self.cur == self.size:
+            return False
+        try:
+            self.current_batch = self.data_iter.next()
+        except StopIteration:
+            self.data_iter.reset()
+            self.current_batch = self.data_iter.next()
+        self.cur += 1
+        return True
+
+    def getdata(self) -> list:
+        return self.current_batch.data
+
+    def getlabel(self) -> list:
+        return self.current_batch.label
+
+    def getpad(self) -> int:
+        return self.current_batch.pad
+
+    def getindex(self) -> Any:
+        return self.current_batch.index
+
+    @property
+    def provide_data(self) -> list:
+        return self.data_iter.provide_data
+
+    @property
+    def provide_label(self) -> list:
+        return self.data_iter.provide_label
+
+    def state_dict(self) -> dict:
+        return {"inner": self.data_iter.state_dict(), "cur": self.cur}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.data_iter.load_state_dict(state["inner"])
+        self.cur = int(state["cur"])
+
+
+class PrefetchingIter(DataIter):
+    """Several iterators side by side: one batch holds the data and labels of each.
+
+    MXNet ran a thread per iterator here. In dataset_kit prefetching is the
+    engine's: dataset_kit's iterators build batches ahead where their
+    executor does, so this class only combines and renames; it owns no thread.
+
+    Args:
+        iters: one iterator or a list of them (same batch size and epoch length).
+        rename_data: per iterator, a dict renaming its data inputs.
+        rename_label: likewise for labels.
+
+    Raises:
+        ValueError: (on ``next``) if the iterators disagree on padding or end.
+    """
+
+    def __init__(self, iters: Any, rename_data: list | None = None,
+                 rename_label: list | None = None) -> None:
+        self.iters = iters if isinstance(iters, list) else [iters]
+        if not self.iters:
+            raise ValueError("PrefetchingIter needs at least one iterator")
+        super().__init__(self.iters[0].batch_size)
+        self.rename_data, self.rename_label = rename_data, rename_label
+        self.current_batch: DataBatch | None = None
+
+    @staticmethod
+    def _renamed(descs: list, renames: list | None, k: int) -> list:
+        if renames is None:
+            return list(descs)
+        return [DataDesc(renames[k].get(d.name, d.name), *d[1:]) for d in descs]
+
+    @property
+    def provide_data(self) -> list:
+        return [d for k, it in enumerate(self.iters)
+                for d in self._renamed(it.provide_data, self.rename_data, k)]
+
+    @property
+    def provide_label(self) -> list:
+        return [d for k, it in enumerate(self.iters)
+                for d in self._renamed(it.provide_label, self.rename_label, k)]
+
+    def reset(self) -> None:
+        for it in self.iters:
+            it.reset()
+
+    def iter_next(self) -> bool:
+        batches = []
+        for it in self.iters:
+            try:
+                batches.append(it.next())
+            except StopIteration:
+                batches.append(None)
+        if all(b is None for b in batches):
+            return False
+        if any(b is None for b in batches) or len({b.pad for b in batches}) > 1:
+            raise ValueError("the iterators of a PrefetchingIter disagree on the number of "
+                             "batches or on padding")
+        self.current_batch = DataBatch(
+            [d for b in batches for d in b.data], [x for b in batches for x in (b.label or [])],
+            batches[0].pad, batches[0].index, self.provide_data, self.provide_label)
+        return True
+
+    def getdata(self) -> list:
+        return self.current_batch.data
+
+    def getlabel(self) -> list:
+        return self.current_batch.label
+
+    def getpad(self) -> int:
+        return self.current_batch.pad
+
+    def getindex(self) -> Any:
+        return self.current_batch.index
+
+    def state_dict(self) -> dict:
+        return {"inner": [it.state_dict() for it in self.iters]}
+
+    def load_state_dict(self, state: dict) -> None:
+        for it, inner in zip(self.iters, state["inner"]):
+            it.load_state_dict(inner)

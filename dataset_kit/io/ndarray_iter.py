@@ -1,0 +1,93 @@
+"""NDArrayIter: MXNet's iterator over in-memory arrays, on the engine.
+
+===========================  =========================================
+MXNet 1.9                    engine
+===========================  =========================================
+``last_batch_handle='pad'``  ``last_batch='pad'``; pad = added examples
+``'discard'``                ``last_batch='discard'``
+``'roll_over'``              ``last_batch='rollover'``; pad = examples
+                             rolled over (as MXNet reports them)
+``shuffle=True``             the seeded shuffle (``seed``)
+data / label names           array: its name; list: ``_k_name``; dict: sorted keys
+``DataBatch.index``          None, as in MXNet
+===========================  =========================================
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from dataset_kit._checks import positive_int
+from dataset_kit.datasets import TupleDataset
+from dataset_kit.io._engine_iter import EngineDataIter
+from dataset_kit.io.data_iter import DataDesc
+from dataset_kit.iterators._engine import Engine
+
+_POLICIES = {"pad": ("pad", "padding"), "discard": ("discard", "padding"),
+             "roll_over": ("rollover", "rolled")}
+
+
+def named_arrays(data: Any, default_name: str, allow_empty: bool) -> list[tuple[str, np.ndarray]]:
+    """MXNet's naming: one array keeps ``default_name``; a list gets ``_k_<name>``; a dict its keys.
+
+    Raises:
+        ValueError: if ``data`` is empty and that is not allowed.
+        TypeError: if ``data`` is not an array, a list or a dict of arrays.
+    """
+    if data is None:
+        items: list = []
+    elif isinstance(data, dict):
+        items = sorted(data.items())
+    elif isinstance(data, (list, tuple)):
+        items = [(f"_{k}_{default_name}", d) for k, d in enumerate(data)]
+    elif hasattr(data, "__len__"):
+        items = [(default_name, data)]
+    else:
+        raise TypeError(f"{default_name} must be an array, a list or a dict of arrays, got "
+                        f"{type(data).__name__}")
+    if not items and not allow_empty:
+        raise ValueError(f"{default_name} must not be empty")
+    return [(name, np.asarray(d)) for name, d in items]
+
+
+class NDArrayIter(EngineDataIter):
+    """Batches of in-memory arrays with MXNet 1.9's ``NDArrayIter`` semantics, resumable.
+
+    Args:
+        data: an array, a list of arrays or a dict of arrays (by name).
+        label: likewise, or None.
+        batch_size: examples per batch.
+        shuffle: shuffle every epoch (seeded by ``seed``; MXNet used numpy's global RNG).
+        last_batch_handle: ``'pad'``, ``'discard'`` or ``'roll_over'``.
+        data_name: the name of a single data array.
+        label_name: the name of a single label array.
+        seed: seeds the shuffle and :func:`~dataset_kit.example_rng`.
+
+    Raises:
+        ValueError: for an unknown ``last_batch_handle``, empty data, or arrays
+            of different lengths.
+    """
+
+    def __init__(self, data: Any, label: Any = None, batch_size: int = 1, shuffle: bool = False,
+                 last_batch_handle: str = "pad", data_name: str = "data",
+                 label_name: str = "softmax_label", seed: int | None = None) -> None:
+        if last_batch_handle not in _POLICIES:
+            raise ValueError(f"last_batch_handle must be one of {list(_POLICIES)}, got "
+                             f"{last_batch_handle!r}")
+        batch_size = positive_int("batch_size", batch_size)
+        self.data = named_arrays(data, data_name, allow_empty=False)
+        self.label = named_arrays(label, label_name, allow_empty=True)
+        lengths = {name: len(a) for name, a in self.data + self.label}
+        if len(set(lengths.values())) > 1:
+            raise ValueError(f"data and label arrays must have the same length, got {lengths}")
+        policy, pad_rule = _POLICIES[last_batch_handle]
+        self.last_batch_handle, self.shuffle = last_batch_handle, bool(shuffle)
+        arrays = [a for _, a in self.data + self.label]
+        engine = Engine(TupleDataset(*arrays), batch_size=batch_size, shuffle=self.shuffle,
+                        seed=seed, last_batch=policy)
+        descs = [[DataDesc(name, a.shape[1:], a.dtype) for name, a in part]
+                 for part in (self.data, self.label)]
+        super().__init__(engine, descs[0], descs[1], pad_rule, with_index=False)
+        self.num_data = len(arrays[0])

@@ -1,0 +1,152 @@
+"""Gluon's DataLoader: a constructor over the engine, one epoch per ``iter()``.
+
+=====================================  ===============================================
+Gluon                                  engine
+=====================================  ===============================================
+``shuffle=True``                       the seeded shuffle (``seed``)
+``sampler=``                           the order sampler (ours, or any iterable)
+``batch_sampler=BatchSampler(...)``    its sampler, batch size and last-batch policy
+``last_batch='keep'|'discard'|...``    the same last-batch policy
+``batchify_fn``                        the converter, run where batches are built
+``num_workers=0`` / ``> 0``            serial / process executor
+``thread_pool=True``                   thread executor
+``prefetch``                           the executor's depth (``prefetch + 1``)
+``timeout``                            the executor's batch timeout (raises)
+``pin_memory``, ``device``             :func:`~dataset_kit.to_device` on delivery
+one ``iter()``                         batches up to the one that ends an epoch
+=====================================  ===============================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from dataset_kit._checks import non_negative_int
+from dataset_kit.convert import to_device
+from dataset_kit.iterators._engine import Engine
+from dataset_kit.iterators._executors import ProcessExecutor, SerialExecutor, ThreadExecutor
+from dataset_kit.loader.batchify import default_batchify_fn
+from dataset_kit.loader.samplers import LAST_BATCH, BatchSampler, as_order_sampler
+
+
+class DataLoader:
+    """Loads a dataset in batches, one epoch per ``iter(loader)`` (Gluon's ``DataLoader``).
+
+    Beyond Gluon: ``state_dict()`` / ``load_state_dict()`` resume mid-epoch
+    with the same batches, ``seed`` makes shuffling reproducible, the batches
+    are the same for any ``num_workers`` and for threads or processes, and a
+    worker that dies is an error naming it. The next ``iter()`` continues the
+    epoch in progress (after a ``break`` or a load), so that resuming works;
+    Gluon would start a fresh epoch.
+
+    Args:
+        dataset: any sized, indexable dataset.
+        batch_size: examples per batch (required unless ``batch_sampler``).
+        shuffle: shuffle every epoch (not with ``sampler``).
+        sampler: the indices of each epoch: a sampler of
+            :mod:`dataset_kit.loader` or any iterable of indices.
+        last_batch: ``'keep'`` (default), ``'discard'`` or ``'rollover'``.
+        batch_sampler: a :class:`~dataset_kit.loader.BatchSampler` (excludes
+            ``batch_size``, ``shuffle``, ``sampler`` and ``last_batch``).
+        batchify_fn: turns a list of examples into a batch, in the workers;
+            :func:`~dataset_kit.loader.default_batchify_fn` when None.
+        num_workers: worker processes (threads with ``thread_pool``); 0 builds
+            batches in the calling thread. Negative counts as 0, as in Gluon.
+        pin_memory: pin host memory before copying to a CUDA ``device``.
+        pin_device_id: accepted for Gluon compatibility (the device decides).
+        prefetch: batches requested ahead; ``2 * num_workers`` when None.
+        thread_pool: use threads instead of processes.
+        timeout: seconds to wait for a batch before a
+            :class:`~dataset_kit.iterators.BatchTimeoutError` (workers only).
+        seed: seeds the shuffle and :func:`~dataset_kit.example_rng`.
+        device: None for numpy batches, or a PyTorch device for tensors.
+
+    Raises:
+        ValueError: for Gluon's argument conflicts, a bad ``last_batch`` or
+            a ``'discard'``/``'rollover'`` batch larger than the epoch.
+        TypeError: for arguments of the wrong type.
+    """
+
+    def __init__(self, dataset: Any, batch_size: int | None = None, shuffle: bool = False,
+                 sampler: Any = None, last_batch: str | None = None, batch_sampler: Any = None,
+                 batchify_fn: Callable[[Any], Any] | None = None, num_workers: int = 0,
+                 pin_memory: bool = False, pin_device_id: int = 0, prefetch: int | None = None,
+                 thread_pool: bool = False, timeout: float = 120, seed: int | None = None,
+                 device: Any = None) -> None:
+        if batch_sampler is None:
+            if batch_size is None:
+                raise ValueError("batch_size must be specified unless batch_sampler is specified")
+            if sampler is not None and shuffle:
+                raise ValueError("shuffle must not be specified if sampler is specified")
+            last_batch = "keep" if last_batch is None else last_batch
+        elif batch_size is not None or shuffle or sampler is not None or last_batch is not None:
+            raise ValueError("batch_size, shuffle, sampler and last_batch must not be specified "
+                             "if batch_sampler is specified")
+        elif not isinstance(batch_sampler, BatchSampler):
+            raise TypeError(
+                f"batch_sampler must be a dataset_kit.loader.BatchSampler, got "
+                f"{type(batch_sampler).__name__}; pass its sampler, batch_size and last_batch")
+        else:
+            sampler, batch_size = batch_sampler.sampler, batch_sampler.batch_size
+            last_batch = batch_sampler.last_batch
+        if last_batch not in LAST_BATCH:
+            raise ValueError(f"last_batch must be one of {list(LAST_BATCH)}, got {last_batch!r}")
+        if not (isinstance(timeout, (int, float)) and timeout > 0):
+            raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        if batchify_fn is not None and not callable(batchify_fn):
+            raise TypeError(f"batchify_fn must be callable, got {type(batchify_fn).__name__}")
+        workers = max(0, int(num_workers))
+        prefetch = 2 * workers if prefetch is None else non_negative_int("prefetch", prefetch)
+        batchify = default_batchify_fn if batchify_fn is None else batchify_fn
+        if workers == 0:
+            executor: Any = SerialExecutor(dataset, batchify)
+        elif thread_pool:
+            executor = ThreadExecutor(dataset, workers, batchify, depth=prefetch + 1,
+                                      timeout=timeout)
+        else:
+            executor = ProcessExecutor(dataset, n_workers=workers, converter=batchify,
+                                       depth=prefetch + 1, timeout=timeout, dataset_timeout=None)
+        order = None if sampler is None else as_order_sampler(sampler)
+        self._engine = Engine(dataset, batch_size=batch_size, shuffle=None if order else shuffle,
+                              order_sampler=order, seed=seed, last_batch=last_batch,
+                              executor=executor)
+        self._device, self._pin_memory = device, bool(pin_memory)
+        to_device(device, None)  # a bad or unavailable device fails here, not mid-epoch
+
+    def __iter__(self) -> Iterator[Any]:
+        engine = self._engine
+        if engine.spec.epoch_size == 0:
+            return
+        while True:
+            batch = engine.next()
+            yield to_device(self._device, batch, self._pin_memory)
+            if engine.position.is_new_epoch:
+                return
+
+    def __len__(self) -> int:
+        """Batches in the current epoch (rolled-over examples included)."""
+        return self._engine.spec.batches_per_epoch(self._engine.position.carry)
+
+    def state_dict(self) -> dict:
+        """Return the loader's position: a small JSON-ready dict."""
+        return self._engine.state_dict()
+
+    def load_state_dict(self, state: dict) -> None:
+        """Resume from :meth:`state_dict`: the next batches are the ones the saved loader had next.
+
+        Raises:
+            ValueError: if the state was saved for another dataset, batch size,
+                last-batch policy or sampler.
+        """
+        self._engine.load_state_dict(state)
+
+    def close(self) -> None:
+        """Stop the workers and free their shared memory. Idempotent."""
+        self._engine.close()
+
+    def __enter__(self) -> DataLoader:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
