@@ -99,14 +99,26 @@ class CSVArrayDataset(DatasetMixin):
         try:
             values = np.loadtxt(io.BytesIO(block), delimiter=",", dtype=self.dtype, ndmin=2,
                                 comments=None)
-        except ValueError as error:
-            raise ValueError(f"{self.path}: malformed CSV near line {first_line + 1} (a batch "
-                             f"from there on): {error}") from None
-        if values.shape[1] != self._columns or values.shape[0] != block.count(b"\n") + (
-                not block.endswith(b"\n")):
-            for k, line in enumerate(block.splitlines()):
-                if not line.strip() or line.count(b",") != self._columns - 1:
-                    raise ValueError(
-                        f"{self.path}, line {first_line + k + 1}: expected {self._columns} "
-                        f"values (row_shape {self.row_shape}), got {line[:80]!r}")
+        except ValueError:
+            values = None
+        if values is None or values.shape[1] != self._columns or \
+                values.shape[0] != len(block.splitlines()):
+            self._raise_for_first_bad_line(block, first_line)
         return values.reshape(-1, *self.row_shape)
+
+    def _raise_for_first_bad_line(self, block: bytes, first_line: int) -> None:
+        """Find the malformed line of a block that failed to parse, and name it (error path)."""
+        for k, line in enumerate(block.splitlines()):
+            cells = line.split(b",")
+            try:
+                for cell in cells:
+                    float(cell)
+                ok = len(cells) == self._columns
+            except ValueError:
+                ok = False
+            if not ok:
+                raise ValueError(
+                    f"{self.path}, line {first_line + k + 1}: expected {self._columns} numbers "
+                    f"separated by commas (row_shape {self.row_shape}), got {line[:80]!r}")
+        raise ValueError(f"{self.path}: lines {first_line + 1}.. could not be parsed as "
+                         f"{self._columns} numbers each")

@@ -1,0 +1,145 @@
+"""DataLoader: Gluon's rules and epochs, for every worker kind, resumable."""
+
+import json
+import os
+import time
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dataset_kit.iterators import BatchTimeoutError
+from dataset_kit.loader import (
+    ArrayDataset,
+    BatchSampler,
+    DataLoader,
+    RandomSampler,
+    SequentialSampler,
+)
+
+WORKERS = [dict(num_workers=0), dict(num_workers=2, thread_pool=True), dict(num_workers=2)]
+
+
+def ids(batch):
+    return [int(i) for i in (batch[0] if isinstance(batch, list) else batch)]
+
+
+def epochs(loader, count):
+    return [[ids(b) for b in loader] for _ in range(count)]
+
+
+def test_rollover_epochs_and_lengths_are_gluons():
+    # Gluon 1.9: BatchSampler(SequentialSampler(10), 3, 'rollover') gives these.
+    loader = DataLoader(ArrayDataset(np.arange(10)), 3, last_batch="rollover")
+    lengths, seen = [], []
+    for _ in range(3):
+        lengths.append(len(loader))
+        seen.append([ids(b) for b in loader])
+    assert lengths == [3, 3, 4]
+    assert seen == [[[0, 1, 2], [3, 4, 5], [6, 7, 8]],
+                    [[9, 0, 1], [2, 3, 4], [5, 6, 7]],
+                    [[8, 9, 0], [1, 2, 3], [4, 5, 6], [7, 8, 9]]]
+
+
+@settings(max_examples=20)
+@given(n=st.integers(1, 17), b=st.integers(1, 6), seed=st.integers(0, 2**31),
+       last=st.sampled_from(["keep", "discard", "rollover"]),
+       workers=st.sampled_from(WORKERS))
+def test_each_epoch_has_len_batches_and_visits_examples_as_its_policy_says(n, b, seed, last,
+                                                                          workers):
+    if last != "keep" and b > n:
+        with pytest.raises(ValueError, match="batch_size <= the epoch size"):
+            DataLoader(ArrayDataset(np.arange(n)), b, last_batch=last)
+        return
+    with DataLoader(ArrayDataset(np.arange(n)), b, shuffle=True, last_batch=last, seed=seed,
+                    **workers) as loader:
+        stream = []
+        for _ in range(3):
+            expected = len(loader)
+            batches = [ids(x) for x in loader]
+            assert len(batches) == expected
+            stream += [i for x in batches for i in x]
+            if last == "keep":
+                assert sorted(i for x in batches for i in x) == list(range(n))
+            else:
+                assert all(len(x) == b for x in batches)
+    if last == "rollover":
+        for e in range(len(stream) // n):
+            assert sorted(stream[e * n:(e + 1) * n]) == list(range(n))
+    serial = DataLoader(ArrayDataset(np.arange(n)), b, shuffle=True, last_batch=last, seed=seed)
+    assert [i for _ in range(3) for x in serial for i in ids(x)] == stream
+
+
+@pytest.mark.parametrize("workers", WORKERS, ids=["serial", "threads", "processes"])
+def test_a_state_saved_mid_epoch_resumes_with_the_same_batches(workers):
+    data = ArrayDataset(np.arange(23), np.arange(23) * 2.0)
+    expected = epochs(DataLoader(data, 4, shuffle=True, seed=5, last_batch="rollover"), 3)
+    with DataLoader(data, 4, shuffle=True, seed=5, last_batch="rollover", **workers) as first:
+        it = iter(first)
+        head = [ids(next(it)) for _ in range(3)]
+        state = json.loads(json.dumps(first.state_dict()))
+    with DataLoader(data, 4, shuffle=True, last_batch="rollover", **workers) as second:
+        second.load_state_dict(state)
+        rest = epochs(second, 3)
+    assert head + rest[0] == expected[0] and rest[1:] == expected[1:]
+
+
+def _pid_batchify(examples):
+    return os.getpid(), np.asarray(examples)
+
+
+def test_batchify_runs_where_the_batch_is_built():
+    with DataLoader(ArrayDataset(np.arange(8)), 4, batchify_fn=_pid_batchify,
+                    num_workers=2) as loader:
+        pids = {pid for pid, _ in loader}
+    assert os.getpid() not in pids and len(pids) >= 1
+
+
+class Slow:
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        time.sleep(2.0)
+        return i
+
+
+@pytest.mark.parametrize("thread_pool", [False, True])
+def test_a_batch_slower_than_timeout_raises(thread_pool):
+    loader = DataLoader(Slow(), 2, num_workers=1, thread_pool=thread_pool, timeout=0.3)
+    with pytest.raises(BatchTimeoutError, match="timeout=0.3"):
+        next(iter(loader))
+    loader.close()
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({}, "batch_size must be specified"),
+    ({"batch_size": 2, "shuffle": True, "sampler": SequentialSampler(4)}, "shuffle must not"),
+    ({"batch_sampler": BatchSampler(SequentialSampler(4), 2), "batch_size": 2},
+     "must not be specified if batch_sampler"),
+    ({"batch_sampler": BatchSampler(SequentialSampler(4), 2), "last_batch": "keep"},
+     "must not be specified if batch_sampler"),
+    ({"batch_size": 2, "last_batch": "drop"}, "last_batch must be one of"),
+    ({"batch_size": 2, "timeout": 0}, "timeout must be a positive"),
+    ({"batch_size": 2, "device": "gpu0"}, "'gpu0' is not supported"),
+])
+def test_gluons_argument_rules(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        DataLoader(ArrayDataset(np.arange(4)), **kwargs)
+
+
+def test_samplers_and_batch_samplers_drive_the_engine():
+    data = ArrayDataset(np.arange(10))
+    assert epochs(DataLoader(data, 4, sampler=SequentialSampler(6, start=2)), 1) == \
+        [[[2, 3, 4, 5], [6, 7]]]
+    via_batch_sampler = DataLoader(data, batch_sampler=BatchSampler(RandomSampler(10, seed=3),
+                                                                    4, "discard"))
+    direct = DataLoader(data, 4, sampler=RandomSampler(10, seed=3), last_batch="discard")
+    assert epochs(via_batch_sampler, 2) == epochs(direct, 2)
+    assert [len(e) for e in epochs(direct, 2)] == [2, 2]
+    user_iterable = [9, 8, 7, 6, 5]
+    assert epochs(DataLoader(data, 2, sampler=user_iterable), 2) == \
+        [[[9, 8], [7, 6], [5]]] * 2
+    with pytest.raises(TypeError, match="batch_sampler must be a dataset_kit.loader"):
+        DataLoader(data, batch_sampler=[[0, 1], [2]])
