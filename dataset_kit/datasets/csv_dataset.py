@@ -13,6 +13,23 @@ from dataset_kit.batch import ExampleBatch
 from dataset_kit.dataset import DatasetMixin
 
 _CHUNK = 16 << 20
+# Sequential batches are served from a parsed window of about this many bytes:
+# parsers have a fixed cost per call (pandas: per column), so small calls are slow.
+_WINDOW_BYTES = 8 << 20
+
+
+def _read_numbers(block: bytes, dtype: np.dtype) -> np.ndarray:
+    """Parse comma-separated numbers with pandas' C parser if installed, else numpy's.
+
+    pandas (the ``csv`` extra) parses about four times faster than
+    ``numpy.loadtxt`` here (benchmarks/loader.py).
+    """
+    try:
+        import pandas
+    except ImportError:
+        return np.loadtxt(io.BytesIO(block), delimiter=",", dtype=dtype, ndmin=2, comments=None)
+    frame = pandas.read_csv(io.BytesIO(block), header=None, dtype=dtype, engine="c")
+    return frame.to_numpy(dtype=dtype)
 
 
 def line_offsets(path: str) -> np.ndarray:
@@ -37,8 +54,8 @@ class CSVArrayDataset(DatasetMixin):
     """Row ``i`` of a numeric CSV file, as an array of ``row_shape``.
 
     An index of line offsets is built once (a scan, not a load); batches are
-    read by offset and parsed with numpy's C parser, a contiguous range of
-    rows in one read. The file is opened lazily and reopened in each process,
+    read by offset and parsed (pandas' C parser when the ``csv`` extra is
+    installed, else ``numpy.loadtxt``), a contiguous range of rows in one read. The file is opened lazily and reopened in each process,
     so the dataset works in forked or spawned workers; pickling it pickles the
     path and the index, not the data.
 
@@ -64,12 +81,15 @@ class CSVArrayDataset(DatasetMixin):
         self._offsets = line_offsets(self.path)
         self._file: Any = None
         self._pid: int | None = None
+        self._window: tuple[int, int, np.ndarray] | None = None  # (first row, stop, values)
+        mean_line = self._offsets[-1] / max(len(self), 1)
+        self._window_rows = max(1, int(_WINDOW_BYTES / max(mean_line, 1)))
 
     def __len__(self) -> int:
         return len(self._offsets) - 1
 
     def __getstate__(self) -> dict:
-        return dict(self.__dict__, _file=None, _pid=None)
+        return dict(self.__dict__, _file=None, _pid=None, _window=None)
 
     def _fd(self) -> int:
         if self._pid != os.getpid():  # first use, or a new process: never share a handle
@@ -86,23 +106,50 @@ class CSVArrayDataset(DatasetMixin):
     def _rows(self, indices: np.ndarray) -> np.ndarray:
         if len(indices) == 0:
             return np.empty((0, *self.row_shape), self.dtype)
-        first, last = int(indices[0]), int(indices[-1])
+        breaks = np.flatnonzero(np.diff(indices) != 1) + 1
+        if len(breaks) < 8:  # a few contiguous runs (sequential reading, a wrapped batch)
+            runs = np.split(indices, breaks)
+            parts = [self._run(int(run[0]), int(run[-1])) for run in runs]
+            return parts[0] if len(parts) == 1 else np.concatenate(parts)
+        # Scattered rows (a shuffle): read each line, parse them in one call.
         fd = self._fd()
-        if last - first == len(indices) - 1 and np.all(np.diff(indices) == 1):
-            start, stop = self._offsets[first], self._offsets[last + 1]
-            return self._parse(os.pread(fd, int(stop - start), int(start)), first)
-        rows = [self._parse(os.pread(fd, int(self._offsets[i + 1] - self._offsets[i]),
-                                     int(self._offsets[i])), int(i)) for i in indices]
-        return np.concatenate(rows)
+        lines = [os.pread(fd, int(self._offsets[i + 1] - self._offsets[i]), int(self._offsets[i]))
+                 for i in indices.tolist()]
+        block = b"".join(line if line.endswith(b"\n") else line + b"\n" for line in lines)
+        try:
+            return self._parse(block, 0)
+        except ValueError:
+            for i, line in zip(indices.tolist(), lines):
+                self._parse(line, i)  # names the malformed line with its real number
+            raise
+
+    def _run(self, first: int, last: int) -> np.ndarray:
+        """Rows ``first..last`` (contiguous), served from the parsed window."""
+        window = self._window
+        if window is None or not (window[0] <= first and last < window[1]):
+            stop_row = min(len(self), max(last + 1, first + self._window_rows))
+            start, stop = self._offsets[first], self._offsets[stop_row]
+            values = self._parse(os.pread(self._fd(), int(stop - start), int(start)), first)
+            window = self._window = (first, stop_row, values)
+        # A view of the window: replacing the window later leaves it intact.
+        return window[2][first - window[0]:last + 1 - window[0]]
 
     def _parse(self, block: bytes, first_line: int) -> np.ndarray:
+        # Every line must have columns - 1 commas: checked first, vectorised,
+        # because a parser may fill a short row with NaN rather than fail.
+        raw = np.frombuffer(block, np.uint8)
+        ends = np.flatnonzero(raw == 10)
+        if not len(ends) or ends[-1] != len(raw) - 1:
+            ends = np.append(ends, len(raw))
+        starts = np.concatenate([[0], ends[:-1] + 1])
+        commas = np.diff(np.searchsorted(np.flatnonzero(raw == 44), np.append(-1, ends)))
+        if np.any(commas != self._columns - 1) or np.any(ends - starts < 1):
+            self._raise_for_first_bad_line(block, first_line)
         try:
-            values = np.loadtxt(io.BytesIO(block), delimiter=",", dtype=self.dtype, ndmin=2,
-                                comments=None)
+            values = _read_numbers(block, self.dtype)
         except ValueError:
-            values = None
-        if values is None or values.shape[1] != self._columns or \
-                values.shape[0] != len(block.splitlines()):
+            self._raise_for_first_bad_line(block, first_line)
+        if values.shape != (len(starts), self._columns):
             self._raise_for_first_bad_line(block, first_line)
         return values.reshape(-1, *self.row_shape)
 

@@ -32,7 +32,8 @@ class CSVIter(EngineDataIter):
     """Batches of rows of numeric CSV files, MXNet 1.9's ``CSVIter``, resumable.
 
     The files are never loaded whole: an index of line offsets is built once
-    and each batch is read by offset and parsed with numpy's C parser.
+    and each batch is read by offset and parsed (pandas' C parser with the
+    ``csv`` extra, else ``numpy.loadtxt``).
 
     Args:
         data_csv: the data file.

@@ -1,6 +1,7 @@
 """MXNet's DataIters: expected values as MXNet 1.9.1 gives them, resume, errors."""
 
 import json
+import sys
 
 import numpy as np
 import pytest
@@ -82,8 +83,16 @@ def test_ndarray_iter_resumes_anywhere_with_the_same_batches(handle):
         assert done + rest == flat
 
 
+@pytest.fixture(params=["pandas", "numpy"])
+def parser(request, monkeypatch):
+    """Run a CSV test with pandas' parser and with numpy's fallback."""
+    if request.param == "numpy":
+        monkeypatch.setitem(sys.modules, "pandas", None)  # import pandas now fails
+    return request.param
+
+
 @pytest.fixture
-def csv_files(tmp_path):
+def csv_files(tmp_path, parser):
     data, label = tmp_path / "d.csv", tmp_path / "l.csv"
     data.write_text("1,2\n3,4\n5,6\n7,8\n9,10\n")
     label.write_text("1\n2\n3\n4\n5\n")
@@ -116,7 +125,7 @@ def test_csv_iter_without_round_batch_pads_and_without_labels_gives_zeros(csv_fi
 
 @pytest.mark.parametrize("content, line", [("1,2\n3\n5,6\n", 2), ("1,2\n3,x\n", 2),
                                            ("1,2\n\n5,6\n", 2)])
-def test_a_malformed_csv_row_names_the_file_and_line(tmp_path, content, line):
+def test_a_malformed_csv_row_names_the_file_and_line(tmp_path, parser, content, line):
     path = tmp_path / "bad.csv"
     path.write_text(content)
     it = CSVIter(str(path), (2,), batch_size=3)
