@@ -16,7 +16,7 @@ def to_device(device: Any, x: Any, pin_memory: bool = False) -> Any:
     ``None``, ``-1``, ``"cpu"`` and ``"@numpy"`` mean host numpy arrays: ``x`` is
     returned unchanged. A PyTorch device (a ``torch.device``, or a string
     such as ``"cuda"``, ``"cuda:1"``, ``"mps"`` or ``"torch:cpu"``) gives
-    ``torch.Tensor``\ s made with ``torch.from_numpy`` (no copy on the host),
+    ``torch.Tensor`` objects made with ``torch.from_numpy`` (no copy on the host),
     pinned first when ``pin_memory`` and CUDA is available, and moved with
     ``non_blocking=True``. PyTorch is optional (``pip install
     'dataset_kit[torch]'``).
