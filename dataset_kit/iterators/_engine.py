@@ -34,7 +34,8 @@ class Engine:
 
     Args:
         dataset: any sized, indexable dataset.
-        batch_size: examples per batch.
+        batch_size: examples per batch; None when the order sampler gives its
+            own batches (``batch_stops()``), whose largest is then the batch size.
         repeat: whether to loop over the dataset forever.
         shuffle: whether to shuffle; None means True unless ``order_sampler``
             is given.
@@ -54,11 +55,12 @@ class Engine:
             is unknown or cannot be honoured.
     """
 
-    def __init__(self, dataset: Any, *, batch_size: int, repeat: bool = True,
+    def __init__(self, dataset: Any, *, batch_size: int | None, repeat: bool = True,
                  shuffle: bool | None = None, order_sampler: Any = None,
                  seed: int | None = None, last_batch: str | None = None,
                  executor: Executor | None = None) -> None:
-        positive_int("batch_size", batch_size)
+        if batch_size is not None or not callable(getattr(order_sampler, "batch_stops", None)):
+            positive_int("batch_size", batch_size)
         if shuffle is not None and order_sampler is not None:
             raise ValueError(
                 f"pass either shuffle or order_sampler, not both (got shuffle={shuffle!r} "
@@ -73,6 +75,9 @@ class Engine:
         self.order_sampler = order_sampler
         self.dataset_length = len(dataset)
         self._orders = Orders(order_sampler, self.dataset_length)
+        if batch_size is None:
+            sizes = np.diff(self._orders.stops_of(0), prepend=0)
+            batch_size = int(sizes.max()) if len(sizes) else 1
         self.spec = BatchSpec(batch_size, self._orders.epoch_size, bool(repeat), last_batch)
         self._executor = SerialExecutor(dataset) if executor is None else executor
         self.position = Position()
@@ -131,7 +136,7 @@ class Engine:
             planned = self._planned
             if not orders.recomputable:
                 orders.note_start(planned.epoch, planned.current_position)
-            step = self.spec.advance(planned, orders.order_of)
+            step = self.spec.advance(planned, orders.order_of, orders.stops_of)
             if step is None:
                 return
             position, plan = step

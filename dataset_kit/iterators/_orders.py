@@ -54,6 +54,10 @@ class Orders:
         # epoch -> position where its latest planned chunk began: Chainer
         # passes it to a stateful sampler as ``current_position``.
         self._starts: dict[int, int] = {}
+        # A batch sampler's own batch ends per epoch (see stops_of).
+        self._stops: dict[int, np.ndarray] = {}
+        self.stops_of = self._stops_of if callable(getattr(sampler, "batch_stops", None)) \
+            else None
         first = None
         if sampler is not None and callable(getattr(sampler, "epoch_order", None)):
             first = sampler.epoch_order(0, size)
@@ -68,7 +72,19 @@ class Orders:
     def _first(self, order: Any) -> np.ndarray:
         order = _check_indices(order, self.size, self.kind)
         self.epoch_size = len(order)
+        self._note_stops(0)
         return order
+
+    def _note_stops(self, epoch: int) -> None:
+        """Keep the batch ends the sampler gave with the order it just returned."""
+        if self.stops_of is not None:
+            self._stops[epoch] = np.asarray(self.sampler.batch_stops(), dtype=np.int64)
+
+    def _stops_of(self, epoch: int) -> np.ndarray:
+        """The positions where the batches of ``epoch`` end."""
+        if epoch not in self._stops:
+            self.order_of(epoch)
+        return self._stops[epoch]
 
     def note_start(self, epoch: int, position: int) -> None:
         """Record that a batch is planned from ``position`` of ``epoch``."""
@@ -101,6 +117,8 @@ class Orders:
                 f"order sampler {self.kind} returned an order of length {len(order)} for epoch "
                 f"{epoch}, but its first order had length {self.epoch_size}; every order must "
                 f"have the same length")
+        if not self.recomputable:
+            self._note_stops(epoch)
         return order
 
     def pin(self, epoch: int, order: Any) -> None:
@@ -124,8 +142,10 @@ class Orders:
         self._cache.clear()
         self._pinned.clear()
         self._starts.clear()
+        self._stops.clear()
         if not self.recomputable:
             self.pin(0, self.sampler(np.arange(self.size), 0))
+            self._note_stops(0)
 
     def forget_before(self, epoch: int) -> None:
         """Drop cached orders of epochs before ``epoch``; they will not be asked for.
@@ -139,6 +159,7 @@ class Orders:
             del self._cache[e]
         self._pinned = {e for e in self._pinned if e >= epoch - 1}
         self._starts = {e: p for e, p in self._starts.items() if e >= epoch - 1}
+        self._stops = {e: s for e, s in self._stops.items() if e >= epoch - 1}
 
     def state_dict(self, epoch: int, with_previous: bool = False) -> dict:
         """Return what is needed to recompute the orders from ``epoch`` on.
@@ -160,6 +181,8 @@ class Orders:
             state["order"] = self.order_of(epoch).tolist()
         if with_previous and (stored or epoch - 1 in self._pinned):
             state["previous_order"] = self.order_of(epoch - 1).tolist()
+        if self.stops_of is not None:
+            state["stops"] = self._stops_of(epoch).tolist()
         return state
 
     def load_state_dict(self, state: dict, epoch: int) -> None:
@@ -188,12 +211,17 @@ class Orders:
         self._cache.clear()
         self._pinned.clear()
         self._starts.clear()
+        self._stops.clear()
         if self.sampler is not None and not self.recomputable and "order" not in state:
             raise ValueError("state of a stateful order sampler lacks its 'order' array")
         if "order" in state:
             self.pin(epoch, state["order"])
         if "previous_order" in state:
             self.pin(epoch - 1, state["previous_order"])
+        if self.stops_of is not None:
+            if "stops" not in state:
+                raise ValueError("state of a batch sampler lacks its batch ends ('stops')")
+            self._stops[epoch] = np.asarray(state["stops"], dtype=np.int64)
 
     def __copy__(self) -> Orders:
         # Its own caches; the sampler object stays shared, as in Chainer.
@@ -202,6 +230,9 @@ class Orders:
         other._cache = dict(self._cache)
         other._pinned = set(self._pinned)
         other._starts = dict(self._starts)
+        other._stops = dict(self._stops)
+        if other.stops_of is not None:
+            other.stops_of = other._stops_of
         return other
 
 

@@ -53,10 +53,11 @@ class BatchSpec:
                 f"size, got batch_size={self.batch_size} and epoch size {self.epoch_size} "
                 f"(some epochs would yield no batch)")
 
-    def advance(self, position: Position, order_of: OrderOf) -> tuple[Position, BatchPlan] | None:
+    def advance(self, position: Position, order_of: OrderOf,
+                stops_of: OrderOf | None = None) -> tuple[Position, BatchPlan] | None:
         """Plan the batch after ``position``; see :func:`~._statemachine.advance`."""
         return advance(position, self.batch_size, self.epoch_size, self.repeat, order_of,
-                       self.last_batch)
+                       self.last_batch, stops_of)
 
     def batches_per_epoch(self, carry: int = 0) -> int:
         """Return how many batches the epoch starting with ``carry`` rolled-over examples has."""

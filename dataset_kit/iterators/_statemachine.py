@@ -84,7 +84,7 @@ def _plan(parts: list, epochs: list, pad: int = 0) -> BatchPlan:
 
 def advance(
     position: Position, batch_size: int, dataset_length: int, repeat: bool, order_of: OrderOf,
-    last_batch: str | None = None,
+    last_batch: str | None = None, stops_of: OrderOf | None = None,
 ) -> tuple[Position, BatchPlan] | None:
     """Return the position after the next batch and that batch's plan.
 
@@ -100,6 +100,9 @@ def advance(
         order_of: maps an epoch number to its order array, or None for the
             identity order.
         last_batch: the last-batch policy, one of :data:`LAST_BATCH_POLICIES`.
+        stops_of: maps an epoch to the positions where its batches end (a
+            batch sampler's own batches), or None for batches of
+            ``batch_size``. With stops, each epoch ends with its last batch.
 
     Returns:
         ``(next_position, plan)``, or None when a non-repeating iterator is done.
@@ -112,6 +115,10 @@ def advance(
         return None
     if n == 0:
         raise ValueError("an iterator that repeats needs a non-empty dataset, got length 0")
+    if stops_of is not None:
+        stops = stops_of(position.epoch)
+        if stops is not None:
+            return _advance_to_stop(position, n, order_of, stops)
     if last_batch is None:
         if repeat:
             return _advance_filling_across_epochs(position, batch_size, n, order_of)
@@ -146,6 +153,19 @@ def advance(
         next_position = Position(epoch, stop, False, detail, 0)
     plan = _plan(parts, [(e, t) for e, t in epochs if t], pad)
     return next_position, plan
+
+
+def _advance_to_stop(position: Position, n: int, order_of: OrderOf,
+                     stops: np.ndarray) -> tuple[Position, BatchPlan]:
+    """The batch from the current position to the next of the epoch's own batch ends."""
+    epoch, pos = position.epoch, position.current_position
+    stop = int(stops[np.searchsorted(stops, pos, side="right")])
+    plan = _plan([_chunk(order_of(epoch), pos, stop)], [(epoch, stop - pos)])
+    detail = epoch + pos / n
+    if stop == n:
+        order_of(epoch + 1)  # asked when the epoch ends, as Chainer asks its sampler
+        return Position(epoch + 1, 0, True, detail, 0), plan
+    return Position(epoch, stop, False, detail, 0), plan
 
 
 def _advance_filling_across_epochs(

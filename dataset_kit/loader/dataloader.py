@@ -27,7 +27,12 @@ from dataset_kit.convert import to_device
 from dataset_kit.iterators._engine import Engine
 from dataset_kit.iterators._executors import ProcessExecutor, SerialExecutor, ThreadExecutor
 from dataset_kit.loader.batchify import default_batchify_fn
-from dataset_kit.loader.samplers import LAST_BATCH, BatchSampler, as_order_sampler
+from dataset_kit.loader.samplers import (
+    LAST_BATCH,
+    BatchListOrder,
+    BatchSampler,
+    as_order_sampler,
+)
 
 
 class DataLoader:
@@ -47,8 +52,10 @@ class DataLoader:
         sampler: the indices of each epoch: a sampler of
             :mod:`dataset_kit.loader` or any iterable of indices.
         last_batch: ``'keep'`` (default), ``'discard'`` or ``'rollover'``.
-        batch_sampler: a :class:`~dataset_kit.loader.BatchSampler` (excludes
-            ``batch_size``, ``shuffle``, ``sampler`` and ``last_batch``).
+        batch_sampler: a :class:`~dataset_kit.loader.BatchSampler`, or any
+            iterable of index lists (a bucketing sampler, say: its batches are
+            used as they are, and a checkpoint carries the epoch's batches).
+            Excludes ``batch_size``, ``shuffle``, ``sampler`` and ``last_batch``.
         batchify_fn: turns a list of examples into a batch, in the workers;
             :func:`~dataset_kit.loader.default_batchify_fn` when None.
         num_workers: worker processes (threads with ``thread_pool``); 0 builds
@@ -83,13 +90,14 @@ class DataLoader:
         elif batch_size is not None or shuffle or sampler is not None or last_batch is not None:
             raise ValueError("batch_size, shuffle, sampler and last_batch must not be specified "
                              "if batch_sampler is specified")
-        elif not isinstance(batch_sampler, BatchSampler):
-            raise TypeError(
-                f"batch_sampler must be a dataset_kit.loader.BatchSampler, got "
-                f"{type(batch_sampler).__name__}; pass its sampler, batch_size and last_batch")
-        else:
+        elif isinstance(batch_sampler, BatchSampler):
             sampler, batch_size = batch_sampler.sampler, batch_sampler.batch_size
             last_batch = batch_sampler.last_batch
+        elif hasattr(batch_sampler, "__iter__"):
+            sampler, last_batch = BatchListOrder(batch_sampler), "keep"  # its own batches
+        else:
+            raise TypeError(f"batch_sampler must be an iterable of index lists, got "
+                            f"{type(batch_sampler).__name__}")
         if last_batch not in LAST_BATCH:
             raise ValueError(f"last_batch must be one of {list(LAST_BATCH)}, got {last_batch!r}")
         if not (isinstance(timeout, (int, float)) and timeout > 0):
@@ -107,7 +115,9 @@ class DataLoader:
         else:
             executor = ProcessExecutor(dataset, n_workers=workers, converter=batchify,
                                        depth=prefetch + 1, timeout=timeout, dataset_timeout=None)
-        order = None if sampler is None else as_order_sampler(sampler)
+        order = None if sampler is None else \
+            sampler if isinstance(sampler, BatchListOrder) else as_order_sampler(sampler)
+        self._own_batches = order if isinstance(order, BatchListOrder) else None
         self._engine = Engine(dataset, batch_size=batch_size, shuffle=None if order else shuffle,
                               order_sampler=order, seed=seed, last_batch=last_batch,
                               executor=executor)
@@ -126,6 +136,8 @@ class DataLoader:
 
     def __len__(self) -> int:
         """Batches in the current epoch (rolled-over examples included)."""
+        if self._own_batches is not None:
+            return len(self._own_batches.batch_sampler)
         return self._engine.spec.batches_per_epoch(self._engine.position.carry)
 
     def state_dict(self) -> dict:

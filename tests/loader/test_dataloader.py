@@ -141,5 +141,38 @@ def test_samplers_and_batch_samplers_drive_the_engine():
     user_iterable = [9, 8, 7, 6, 5]
     assert epochs(DataLoader(data, 2, sampler=user_iterable), 2) == \
         [[[9, 8], [7, 6], [5]]] * 2
-    with pytest.raises(TypeError, match="batch_sampler must be a dataset_kit.loader"):
-        DataLoader(data, batch_sampler=[[0, 1], [2]])
+    with pytest.raises(TypeError, match="batch_sampler must be an iterable of index lists"):
+        DataLoader(data, batch_sampler=3)
+
+
+class Buckets:
+    """A bucketing batch sampler: batches of varying size, reshuffled every epoch."""
+
+    def __init__(self, seed):
+        self.rng = np.random.default_rng(seed)
+
+    def __iter__(self):
+        order = self.rng.permutation(12)
+        return iter([order[:5].tolist(), order[5:7].tolist(), order[7:].tolist()])
+
+    def __len__(self):
+        return 3
+
+
+@pytest.mark.parametrize("workers", WORKERS, ids=["serial", "threads", "processes"])
+def test_a_custom_batch_sampler_gives_its_own_batches_and_resumes(workers):
+    data = ArrayDataset(np.arange(12))
+    expected = epochs(DataLoader(data, batch_sampler=Buckets(7)), 3)
+    assert [[len(b) for b in e] for e in expected] == [[5, 2, 5]] * 3
+    assert all(sorted(i for b in e for i in b) == list(range(12)) for e in expected)
+    with DataLoader(data, batch_sampler=Buckets(7), **workers) as loader:
+        assert len(loader) == 3
+        it = iter(loader)
+        head = [ids(next(it)) for _ in range(2)]
+        state = json.loads(json.dumps(loader.state_dict()))
+    resumed = DataLoader(data, batch_sampler=Buckets(7))
+    resumed.load_state_dict(state)
+    rest = [ids(b) for b in resumed]
+    assert head + rest == expected[0]
+    with pytest.raises(ValueError, match="empty batch"):
+        DataLoader(data, batch_sampler=[[0, 1], []])
