@@ -2,6 +2,21 @@
 
 from dataset_kit.datasets.array_dataset import ArrayDataset, SimpleDataset
 from dataset_kit.datasets.concatenated_dataset import ConcatenatedDataset
+from dataset_kit.datasets.csv_dataset import CSVArrayDataset
+from dataset_kit.datasets.image_dataset import (
+    ImageDataset,
+    LabeledImageDataset,
+    LabeledZippedImageDataset,
+    MultiZippedImageDataset,
+    ZippedImageDataset,
+)
+from dataset_kit.datasets.pickle_dataset import (
+    PickleDataset,
+    PickleDatasetWriter,
+    open_pickle_dataset,
+    open_pickle_dataset_writer,
+)
+from dataset_kit.datasets.text_dataset import TextDataset
 from dataset_kit.datasets.sub_dataset import (
     SubDataset,
     get_cross_validation_datasets,
@@ -15,6 +30,17 @@ from dataset_kit.datasets.transform_dataset import TransformDataset
 from dataset_kit.datasets.tuple_dataset import DictDataset, TupleDataset
 
 __all__ = [
+    "ImageDataset",
+    "LabeledImageDataset",
+    "LabeledZippedImageDataset",
+    "MultiZippedImageDataset",
+    "ZippedImageDataset",
+    "CSVArrayDataset",
+    "PickleDataset",
+    "PickleDatasetWriter",
+    "TextDataset",
+    "open_pickle_dataset",
+    "open_pickle_dataset_writer",
     "ArrayDataset",
     "SimpleDataset",
     "ConcatenatedDataset",
