@@ -3,6 +3,7 @@
 from dataset_kit.datasets.array_dataset import ArrayDataset, SimpleDataset
 from dataset_kit.datasets.concatenated_dataset import ConcatenatedDataset
 from dataset_kit.datasets.csv_dataset import CSVArrayDataset
+from dataset_kit.datasets.image_folder import ImageFolderDataset
 from dataset_kit.datasets.image_dataset import (
     ImageDataset,
     LabeledImageDataset,
@@ -31,6 +32,7 @@ from dataset_kit.datasets.tuple_dataset import DictDataset, TupleDataset
 
 __all__ = [
     "ImageDataset",
+    "ImageFolderDataset",
     "LabeledImageDataset",
     "LabeledZippedImageDataset",
     "MultiZippedImageDataset",
