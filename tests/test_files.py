@@ -1,10 +1,9 @@
 import os
-import time
 
 import pytest
 
-from dataset_kit import _files, cache_or_load_file, set_dataset_root
-from tests.test_download import run_together
+from dataset_kit import _files, set_dataset_root
+from tests.test_download import _race_creator, run_together
 
 
 def test_atomic_write_publishes_complete_file_and_leaves_nothing_else(tmp_path):
@@ -77,17 +76,7 @@ def test_stale_parts_of_dead_writers_are_removed_and_others_kept(tmp_path):
 
 def _create_under_own_root(target, base, log, barrier, results):
     # Every process has a root of its own: the lock must still be shared.
-    set_dataset_root(os.path.join(base, f"root-{os.getpid()}"))
-
-    def creator(path):
-        with open(log, "a") as f:
-            f.write(f"{os.getpid()}\n")
-        time.sleep(0.3)
-        with open(path, "w") as f:
-            f.write(str(os.getpid()))
-
-    barrier.wait()
-    results.put(cache_or_load_file(target, creator, lambda p: open(p).read()))
+    _race_creator(target, os.path.join(base, f"root-{os.getpid()}"), log, barrier, results)
 
 
 def test_processes_with_different_dataset_roots_exclude_each_other(tmp_path):

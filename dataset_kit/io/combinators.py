@@ -8,7 +8,25 @@ from dataset_kit._checks import positive_int
 from dataset_kit.io.data_iter import DataBatch, DataDesc, DataIter
 
 
-class ResizeIter(DataIter):
+class _OverBatches(DataIter):
+    """A DataIter whose getters read ``current_batch``, a batch of other iterators."""
+
+    current_batch: DataBatch | None = None
+
+    def getdata(self) -> list:
+        return self.current_batch.data
+
+    def getlabel(self) -> list:
+        return self.current_batch.label
+
+    def getpad(self) -> int:
+        return self.current_batch.pad
+
+    def getindex(self) -> Any:
+        return self.current_batch.index
+
+
+class ResizeIter(_OverBatches):
     """Exactly ``size`` batches per epoch from ``data_iter``, restarting it when it runs out.
 
     Args:
@@ -40,18 +58,6 @@ class ResizeIter(DataIter):
         self.cur += 1
         return True
 
-    def getdata(self) -> list:
-        return self.current_batch.data
-
-    def getlabel(self) -> list:
-        return self.current_batch.label
-
-    def getpad(self) -> int:
-        return self.current_batch.pad
-
-    def getindex(self) -> Any:
-        return self.current_batch.index
-
     @property
     def provide_data(self) -> list:
         return self.data_iter.provide_data
@@ -68,7 +74,7 @@ class ResizeIter(DataIter):
         self.cur = int(state["cur"])
 
 
-class PrefetchingIter(DataIter):
+class PrefetchingIter(_OverBatches):
     """Several iterators side by side: one batch holds the data and labels of each.
 
     MXNet ran a thread per iterator here. In dataset_kit prefetching is the
@@ -129,18 +135,6 @@ class PrefetchingIter(DataIter):
             [d for b in batches for d in b.data], [x for b in batches for x in (b.label or [])],
             batches[0].pad, batches[0].index, self.provide_data, self.provide_label)
         return True
-
-    def getdata(self) -> list:
-        return self.current_batch.data
-
-    def getlabel(self) -> list:
-        return self.current_batch.label
-
-    def getpad(self) -> int:
-        return self.current_batch.pad
-
-    def getindex(self) -> Any:
-        return self.current_batch.index
 
     def state_dict(self) -> dict:
         return {"inner": [it.state_dict() for it in self.iters]}
