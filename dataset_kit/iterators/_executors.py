@@ -155,10 +155,10 @@ class ThreadExecutor(_Closable):
                 f"a batch did not arrive within timeout={self.timeout} s from the thread pool; "
                 f"a slow transform needs a larger timeout")
             self._failure = error
-            self.close_now()
+            self._abandon()
             raise error from None
 
-    def close_now(self) -> None:
+    def _abandon(self) -> None:
         """Stop without waiting for batches being built (they are abandoned)."""
         if not self.closed:
             self.closed = True
