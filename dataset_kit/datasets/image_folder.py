@@ -26,6 +26,8 @@ class ImageFolderDataset(DatasetMixin):
         extensions: file name endings to include (case-insensitive).
         dtype: the images' dtype (float32 by default).
         label_dtype: the labels' dtype.
+        draft_size: ``(width, height)``: decode JPEGs at a reduced scale still
+            at least this large (see :func:`~dataset_kit.image.read_image`).
 
     Raises:
         ImportError: if Pillow is not installed (the ``image`` extra).
@@ -33,8 +35,10 @@ class ImageFolderDataset(DatasetMixin):
     """
 
     def __init__(self, root: str | os.PathLike, extensions: Sequence[str] | None = None,
-                 dtype: Any = None, label_dtype: Any = np.int32) -> None:
+                 dtype: Any = None, label_dtype: Any = np.int32,
+                 draft_size: tuple[int, int] | None = None) -> None:
         pillow()
+        self._draft_size = None if draft_size is None else tuple(int(v) for v in draft_size)
         self.root = os.fspath(root)
         if not os.path.isdir(self.root):
             raise FileNotFoundError(f"image folder {self.root} is not a directory")
@@ -56,5 +60,5 @@ class ImageFolderDataset(DatasetMixin):
 
     def get_example(self, i: int) -> tuple[np.ndarray, np.ndarray]:
         path, label = self.items[i]
-        return (read_image(path, self._dtype, f"{path} (example {i})"),
+        return (read_image(path, self._dtype, f"{path} (example {i})", self._draft_size),
                 np.array(label, dtype=self._label_dtype))

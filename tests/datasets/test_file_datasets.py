@@ -179,3 +179,15 @@ def test_every_file_dataset_gives_the_serial_batches_in_every_iterator_and_resum
     resumed = SerialIterator(dataset, 4)
     resumed.load_state_dict(state)
     assert [as_keys(next(resumed)) for _ in range(3)] == expected[2:]
+
+
+def test_draft_size_decodes_jpegs_at_a_reduced_scale_still_large_enough(tmp_path):
+    (tmp_path / "c").mkdir()
+    Image.fromarray(np.full((375, 500, 3), 90, np.uint8)).save(tmp_path / "c" / "a.jpg")
+    write_image(tmp_path / "c" / "b.png", 5, size=(500, 375))
+    full = ImageFolderDataset(tmp_path, dtype=np.uint8)
+    small = ImageFolderDataset(tmp_path, dtype=np.uint8, draft_size=(128, 128))
+    assert full[0][0].shape == (3, 375, 500)
+    assert small[0][0].shape == (3, 188, 250)  # 1/2 scale: 1/4 would be under 128
+    assert abs(int(small[0][0].mean()) - 90) <= 2
+    assert small[1][0].shape == (3, 375, 500)  # a PNG decodes in full
