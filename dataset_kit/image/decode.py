@@ -23,13 +23,54 @@ def pillow() -> Any:
     return Image
 
 
+_JPEG_MAGIC = b"\xff\xd8\xff"
+
+
+def _simplejpeg() -> Any:
+    """simplejpeg (libjpeg-turbo, in the ``image`` extra) if installed, else None."""
+    try:
+        import simplejpeg
+    except ImportError:
+        return None
+    return simplejpeg
+
+
+def _decode_jpeg(data: bytes, where: str, draft_size: Any) -> np.ndarray | None:
+    """Decode a JPEG with simplejpeg: HWC uint8, or None where Pillow should decode it.
+
+    It gives the same pixels as Pillow (both are libjpeg-turbo) about 1.5x
+    faster (benchmarks/images.py); strict mode makes corrupt or truncated
+    data an error, never a partly grey image.
+    """
+    simplejpeg = _simplejpeg()
+    if simplejpeg is None:
+        return None
+    try:
+        height, width, colorspace, _ = simplejpeg.decode_jpeg_header(data)
+        if colorspace not in ("Gray", "YCbCr", "RGB"):
+            return None  # CMYK and others: Pillow knows their conversions
+        size = {}
+        if draft_size is not None:
+            # Pillow's draft rule (scales 1/2, 1/4, 1/8 only), so that both
+            # decoders give the same shape whichever is installed.
+            ratio = min(width // int(draft_size[0]), height // int(draft_size[1]))
+            scale = next(s for s in (8, 4, 2, 1) if ratio >= s)
+            size = {"min_width": -(-width // scale), "min_height": -(-height // scale)}
+        return simplejpeg.decode_jpeg(data, colorspace="GRAY" if colorspace == "Gray" else "RGB",
+                                      strict=True, **size)
+    except ValueError as error:
+        raise CorruptImageError(f"cannot decode image {where}: {error}") from None
+
+
 def read_image(source: str | os.PathLike | bytes, dtype: Any, where: str,
                draft_size: tuple[int, int] | None = None) -> np.ndarray:
     """Decode an image file (a path or its bytes) to a CHW array, as Chainer does.
 
     Grayscale gives ``1 x H x W``; RGB ``3 x H x W``; RGBA keeps its alpha
     (``4 x H x W``), as Chainer 7.8.1 does. The whole image is decoded, so a
-    truncated file fails here rather than giving a partly black image.
+    truncated file fails here rather than giving a partly black image. JPEGs
+    decode with simplejpeg where it is installed (the same pixels, faster),
+    everything else with Pillow.
 
     Args:
         source: a path, or the file's bytes.
@@ -49,6 +90,13 @@ def read_image(source: str | os.PathLike | bytes, dtype: Any, where: str,
         ImportError: if Pillow is not installed.
     """
     image_module = pillow()
+    if not isinstance(source, bytes) and _simplejpeg() is not None:
+        with open(source, "rb") as f:
+            source = f.read()
+    if isinstance(source, bytes) and source[:3] == _JPEG_MAGIC:
+        decoded = _decode_jpeg(source, where, draft_size)
+        if decoded is not None:
+            return decoded.transpose(2, 0, 1).astype(dtype, copy=False)
     file = io.BytesIO(source) if isinstance(source, bytes) else source
     try:
         with image_module.open(file) as image:

@@ -181,7 +181,8 @@ def test_every_file_dataset_gives_the_serial_batches_in_every_iterator_and_resum
     assert [as_keys(next(resumed)) for _ in range(3)] == expected[2:]
 
 
-def test_draft_size_decodes_jpegs_at_a_reduced_scale_still_large_enough(tmp_path):
+def test_draft_size_decodes_jpegs_at_a_reduced_scale_still_large_enough(tmp_path,
+                                                                         jpeg_decoder):
     (tmp_path / "c").mkdir()
     Image.fromarray(np.full((375, 500, 3), 90, np.uint8)).save(tmp_path / "c" / "a.jpg")
     write_image(tmp_path / "c" / "b.png", 5, size=(500, 375))
@@ -191,3 +192,27 @@ def test_draft_size_decodes_jpegs_at_a_reduced_scale_still_large_enough(tmp_path
     assert small[0][0].shape == (3, 188, 250)  # 1/2 scale: 1/4 would be under 128
     assert abs(int(small[0][0].mean()) - 90) <= 2
     assert small[1][0].shape == (3, 375, 500)  # a PNG decodes in full
+
+
+@pytest.fixture(params=["simplejpeg", "pillow"])
+def jpeg_decoder(request, monkeypatch):
+    """Run a JPEG test with simplejpeg and with Pillow alone."""
+    if request.param == "pillow":
+        monkeypatch.setitem(sys.modules, "simplejpeg", None)
+    return request.param
+
+
+def test_jpegs_decode_to_the_same_pixels_with_either_decoder(tmp_path, jpeg_decoder):
+    rng = np.random.default_rng(1)
+    Image.fromarray(rng.integers(0, 255, (37, 53, 3), dtype=np.uint8)).save(tmp_path / "c.jpg")
+    Image.fromarray(rng.integers(0, 255, (37, 53), dtype=np.uint8)).save(tmp_path / "g.jpg")
+    data = ImageDataset(["c.jpg", "g.jpg"], root=str(tmp_path), dtype=np.uint8)
+    color, gray = data[0], data[1]
+    with Image.open(tmp_path / "c.jpg") as im:
+        assert np.array_equal(color, np.asarray(im).transpose(2, 0, 1))
+    with Image.open(tmp_path / "g.jpg") as im:
+        assert np.array_equal(gray, np.asarray(im)[np.newaxis])
+    raw = (tmp_path / "c.jpg").read_bytes()
+    (tmp_path / "cut.jpg").write_bytes(raw[:len(raw) // 2])
+    with pytest.raises(CorruptImageError, match=r"cut.jpg \(example 0\)"):
+        ImageDataset(["cut.jpg"], root=str(tmp_path))[0]
