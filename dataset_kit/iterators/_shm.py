@@ -100,11 +100,29 @@ def block_size_for(nbytes: int) -> int:
 # -- packing (worker side) -----------------------------------------------------------
 
 class ArrayRef(NamedTuple):
-    """Where one array of a batch lies in its block."""
+    """Where one array of a batch lies in its block.
+
+    ``axes``, when set, is the transpose that turns the stored (contiguous)
+    array back into the one the worker had: a CHW image that is a view of a
+    contiguous HWC array travels as that HWC array, copied with one memcpy
+    instead of a strided copy, and arrives as the same CHW view.
+    """
 
     offset: int
     shape: tuple
     dtype: str
+    axes: tuple | None = None
+
+
+def _contiguous_form(a: np.ndarray) -> tuple[np.ndarray, tuple | None]:
+    """``a`` itself if C-contiguous, else a contiguous transpose of it and the axes back."""
+    if a.flags.c_contiguous:
+        return a, None
+    order = tuple(int(k) for k in np.argsort(a.strides, kind="stable")[::-1])
+    stored = a.transpose(order)
+    if not stored.flags.c_contiguous:
+        return a, None  # not a permuted contiguous array: copied with its strides
+    return stored, tuple(int(k) for k in np.argsort(order))
 
 
 def split_arrays(obj: Any, arrays: list) -> Any:
@@ -116,8 +134,9 @@ def split_arrays(obj: Any, arrays: list) -> Any:
     if isinstance(obj, np.ndarray):
         if obj.dtype.hasobject or obj.nbytes < MIN_SHARED_BYTES:
             return obj
-        arrays.append(obj)
-        return ArrayRef(len(arrays) - 1, obj.shape, obj.dtype.str)
+        stored, axes = _contiguous_form(obj)
+        arrays.append(stored)
+        return ArrayRef(len(arrays) - 1, stored.shape, obj.dtype.str, axes)
     if isinstance(obj, ExampleBatch):
         return _SharedBatch(split_arrays(obj.columns, arrays))
     if type(obj) is tuple:
@@ -146,7 +165,7 @@ def place_arrays(skeleton: Any, arrays: list, offsets: list[int], buffer: mmap.m
     """Copy ``arrays`` into ``buffer`` at ``offsets``; return the skeleton with offsets."""
     for a, offset in zip(arrays, offsets):
         np.copyto(np.ndarray(a.shape, a.dtype, buffer=buffer, offset=offset), a, casting="no")
-    return _map_refs(skeleton, lambda ref: ArrayRef(offsets[ref.offset], ref.shape, ref.dtype))
+    return _map_refs(skeleton, lambda ref: ref._replace(offset=offsets[ref.offset]))
 
 
 def _map_refs(obj: Any, fn: Any, batch: Any = _SharedBatch) -> Any:
@@ -218,7 +237,8 @@ class BlockPool:
         def view(ref: ArrayRef) -> np.ndarray:
             dtype = np.dtype(ref.dtype)
             count = int(np.prod(ref.shape, dtype=np.int64)) * dtype.itemsize
-            return lease[ref.offset:ref.offset + count].view(dtype).reshape(ref.shape)
+            array = lease[ref.offset:ref.offset + count].view(dtype).reshape(ref.shape)
+            return array if ref.axes is None else array.transpose(ref.axes)
 
         return restore(skeleton, view)
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dataset_kit import concat_examples
+from dataset_kit import DatasetMixin, concat_examples
 from dataset_kit.datasets import TupleDataset
 from dataset_kit.iterators import (
     MultiprocessIterator,
@@ -340,3 +340,23 @@ def test_without_shared_memory_batches_are_pickled_and_identical(monkeypatch):
             np.testing.assert_array_equal(got[0], want[0])
             np.testing.assert_array_equal(got[1], want[1])
         assert shm_blocks() == []
+
+
+class Transposed(DatasetMixin):
+    """CHW views of contiguous HWC arrays, as image decoders give them."""
+
+    def __len__(self):
+        return 8
+
+    def get_example(self, i):
+        hwc = np.arange(20 * 30 * 3, dtype=np.uint8).reshape(20, 30, 3) + np.uint8(i)
+        return hwc.transpose(2, 0, 1), np.asarray(hwc[::2, ::3])  # a permuted and a strided one
+
+
+def test_permuted_and_strided_arrays_arrive_equal_through_shared_memory():
+    expected = next(SerialIterator(Transposed(), 4, shuffle=False))
+    with MultiprocessIterator(Transposed(), 4, shuffle=False, n_processes=2) as it:
+        got = next(it)
+    for (chw, strided), (want_chw, want_strided) in zip(got, expected):
+        assert chw.shape == (3, 20, 30) and np.array_equal(chw, want_chw)
+        assert np.array_equal(strided, want_strided)
