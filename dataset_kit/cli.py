@@ -18,7 +18,56 @@ def _parser() -> argparse.ArgumentParser:
     fetch.add_argument("url", help="http(s) or file:// URL, or a local path")
     fetch.add_argument("--sha256", help="expected sha256 hex digest of the file")
     fetch.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    im2rec = commands.add_parser(
+        "im2rec", help="make .lst lists of images, or pack them into .rec/.idx record files",
+        description="With --list, write PREFIX*.lst from the images under ROOT; without, pack "
+                    "every PREFIX*.lst into .rec and .idx (MXNet's im2rec.py).")
+    im2rec.add_argument("prefix", help="prefix of the .lst files (or a folder of them)")
+    im2rec.add_argument("root", help="folder the image paths are relative to")
+    im2rec.add_argument("--list", action="store_true", help="write .lst files instead of packing")
+    im2rec.add_argument("--exts", nargs="+", default=[".jpeg", ".jpg", ".png"])
+    im2rec.add_argument("--chunks", type=int, default=1)
+    im2rec.add_argument("--train-ratio", type=float, default=1.0)
+    im2rec.add_argument("--test-ratio", type=float, default=0.0)
+    im2rec.add_argument("--recursive", action="store_true", help="one label per sub-folder")
+    im2rec.add_argument("--no-shuffle", dest="shuffle", action="store_false")
+    im2rec.add_argument("--shuffle", dest="shuffle", action="store_true", default=True)
+    im2rec.add_argument("--num-thread", type=int, default=1, help="worker processes")
+    im2rec.add_argument("--resize", type=int, default=0, help="shorter side, pixels")
+    im2rec.add_argument("--center-crop", action="store_true")
+    im2rec.add_argument("--quality", type=int, default=95)
+    im2rec.add_argument("--encoding", choices=[".jpg", ".png"], default=".jpg")
+    im2rec.add_argument("--pass-through", action="store_true", help="store the original bytes")
+    im2rec.add_argument("--color", type=int, choices=[-1, 0, 1], default=1)
+    im2rec.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     return parser
+
+
+def _im2rec(args: argparse.Namespace) -> int:
+    from dataset_kit.recordio import im2rec
+
+    if args.list:
+        for path in im2rec.make_lists(args.prefix, args.root, args.recursive, args.exts,
+                                      args.train_ratio, args.test_ratio, args.shuffle,
+                                      args.chunks):
+            print(path)
+        return 0
+    lists = im2rec.list_files_for(args.prefix)
+    if not lists:
+        raise FileNotFoundError(f"no .lst files for prefix {args.prefix}")
+    skipped = 0
+    for lst in lists:
+        result = im2rec.pack_list(
+            lst, args.root, num_thread=args.num_thread, resize=args.resize,
+            center_crop=args.center_crop, quality=args.quality, encoding=args.encoding,
+            pass_through=args.pass_through, color=args.color,
+            progress=False if args.no_progress else None)
+        for path, reason in result["skipped"]:
+            print(f"dataset-kit im2rec: skipped unreadable image {reason}", file=sys.stderr)
+        skipped += len(result["skipped"])
+        print(f"{result['rec']}: {result['records']} records")
+    print(f"{skipped} unreadable images skipped" if skipped else "no image skipped")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,6 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "root":
             print(download.get_dataset_root())
+        elif args.command == "im2rec":
+            return _im2rec(args)
         else:
             print(download.cached_download(
                 args.url, sha256=args.sha256, progress=False if args.no_progress else None))

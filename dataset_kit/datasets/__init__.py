@@ -17,6 +17,7 @@ from dataset_kit.datasets.pickle_dataset import (
     open_pickle_dataset,
     open_pickle_dataset_writer,
 )
+from dataset_kit.datasets.record_dataset import ImageRecordDataset, RecordFileDataset
 from dataset_kit.datasets.text_dataset import TextDataset
 from dataset_kit.datasets.sub_dataset import (
     SubDataset,
@@ -31,6 +32,8 @@ from dataset_kit.datasets.transform_dataset import TransformDataset
 from dataset_kit.datasets.tuple_dataset import DictDataset, TupleDataset
 
 __all__ = [
+    "ImageRecordDataset",
+    "RecordFileDataset",
     "ImageDataset",
     "ImageFolderDataset",
     "LabeledImageDataset",

@@ -53,7 +53,8 @@ class EngineDataIter(DataIter):
             self._exhausted = True
             return False
         batch = self._engine.next()
-        columns = concat_examples(batch)
+        # A tuple is a batch the executor's converter already stacked (in a worker).
+        columns = batch if isinstance(batch, tuple) else concat_examples(batch)
         self._current = columns if isinstance(columns, tuple) else (columns,)
         self._epoch_open = not self._engine.position.is_new_epoch
         return True

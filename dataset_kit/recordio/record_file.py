@@ -184,23 +184,38 @@ class IndexedRecordReader:
     """Random access to records by key (MXNet's ``MXIndexedRecordIO(idx, rec, 'r')``).
 
     Args:
-        idx_path: the index file.
+        idx_path: the index file, or None to index the records by scanning
+            the file once (keys 0, 1, ...).
         rec_path: the record file.
         key_type: the keys' type (``int`` by default).
 
     Raises:
         FileNotFoundError: if a file does not exist.
-        RecordIOError: if an index line is malformed.
+        RecordIOError: if an index line is malformed (or, when scanning, the
+            file is corrupt).
     """
 
-    def __init__(self, idx_path: str | os.PathLike, rec_path: str | os.PathLike,
+    def __init__(self, idx_path: str | os.PathLike | None, rec_path: str | os.PathLike,
                  key_type: type = int) -> None:
-        self.idx_path, self.path = os.fspath(idx_path), os.fspath(rec_path)
+        self.path = os.fspath(rec_path)
         if not os.path.isfile(self.path):
             raise FileNotFoundError(f"record file {self.path} does not exist")
         self.key_type = key_type
         self.idx: dict = {}
         self.keys: list = []
+        self._file = _MappedFile(self.path)
+        if idx_path is None:
+            # No index: scan the records once; keys are their positions 0, 1, ...
+            self.idx_path = f"{self.path} (scanned)"
+            reader = RecordReader(self.path)
+            while True:
+                offset = reader.tell()
+                if reader.read() is None:
+                    break
+                self.idx[len(self.keys)] = offset
+                self.keys.append(len(self.keys))
+            return
+        self.idx_path = os.fspath(idx_path)
         with open(self.idx_path) as f:
             for number, line in enumerate(f, 1):
                 fields = line.strip().split("\t")
@@ -210,7 +225,6 @@ class IndexedRecordReader:
                 key = key_type(fields[0])
                 self.idx[key] = int(fields[1])
                 self.keys.append(key)
-        self._file = _MappedFile(self.path)
 
     def __len__(self) -> int:
         return len(self.keys)

@@ -45,3 +45,44 @@ def test_headers_equal_mxnets(label):
     ours = recordio.unpack(mx.recordio.pack(mx.recordio.IRHeader(*header), b"xyz"))
     assert theirs[0].flag == ours[0].flag and bytes(ours[1]) == theirs[1]
     assert np.array_equal(np.asarray(theirs[0].label), np.asarray(ours[0].label))
+
+
+def test_im2rec_lists_equal_mxnets_and_mxnet_reads_our_records(tmp_path, monkeypatch):
+    import argparse
+    import sys
+    import types
+
+    from PIL import Image
+
+    from dataset_kit.recordio import im2rec
+
+    rng = np.random.default_rng(0)
+    for folder, count in (("a", 5), ("b", 4), ("c", 3)):
+        (tmp_path / "imgs" / folder).mkdir(parents=True)
+        for k in range(count):
+            Image.fromarray(rng.integers(0, 255, (40, 48, 3), dtype=np.uint8)).save(
+                tmp_path / "imgs" / folder / f"{k}.jpg", quality=95)
+    root = str(tmp_path / "imgs")
+    # MXNet's tool imports cv2 only to pack; its list code does not use it.
+    monkeypatch.setitem(sys.modules, "cv2", sys.modules.get("cv2") or types.ModuleType("cv2"))
+    from mxnet.tools import im2rec as theirs
+
+    for shuffle, train, test, chunks in ((True, 1.0, 0.0, 1), (True, 0.6, 0.2, 2)):
+        args = argparse.Namespace(prefix=str(tmp_path / "m"), root=root, recursive=True,
+                                  exts=[".jpg"], shuffle=shuffle, chunks=chunks,
+                                  train_ratio=train, test_ratio=test)
+        theirs.make_list(args)
+        ours = im2rec.make_lists(str(tmp_path / "o"), root, True, [".jpg"], train, test,
+                                 shuffle, chunks)
+        for path in ours:
+            mine = open(path).read()
+            assert mine == open(path.replace("/o", "/m", 1)).read()
+    (lst,) = im2rec.make_lists(str(tmp_path / "r"), root, True, [".jpg"])
+    im2rec.pack_list(lst, root, progress=False)
+    it = mx.io.ImageRecordIter(path_imgrec=str(tmp_path / "r.rec"), data_shape=(3, 32, 32),
+                               batch_size=12, preprocess_threads=1)
+    batch = next(iter(it))
+    dataset = recordio.IndexedRecordReader(str(tmp_path / "r.idx"), str(tmp_path / "r.rec"))
+    want = sorted(recordio.unpack(dataset.read_idx(k))[0].label for k in dataset.keys)
+    assert sorted(batch.label[0].asnumpy().tolist()) == want
+    assert batch.data[0].shape == (12, 3, 32, 32)
