@@ -98,19 +98,23 @@ class RecordReader:
 
     Args:
         path: the ``.rec`` file.
+        copy: False makes :meth:`read` and iteration give read-only views of
+            the mapped file for one-part records (no copy of the payload,
+            which is read only when used; see benchmarks/recordio.py).
 
     Raises:
         FileNotFoundError: if it does not exist.
     """
 
-    def __init__(self, path: str | os.PathLike) -> None:
+    def __init__(self, path: str | os.PathLike, copy: bool = True) -> None:
         self.path = os.fspath(path)
         if not os.path.isfile(self.path):
             raise FileNotFoundError(f"record file {self.path} does not exist")
         self._file = _MappedFile(self.path)
         self._offset = 0
+        self._copy = bool(copy)
 
-    def read(self) -> bytes | None:
+    def read(self) -> bytes | memoryview | None:
         """Return the next record, or None at the end.
 
         Raises:
@@ -120,7 +124,7 @@ class RecordReader:
         if self._offset >= len(buffer):
             return None
         record, self._offset = parse(buffer, self._offset, self.path)
-        return bytes(record)
+        return bytes(record) if self._copy else record
 
     def tell(self) -> int:
         """The offset of the next record."""
@@ -134,7 +138,7 @@ class RecordReader:
         """Go back to the first record."""
         self._offset = 0
 
-    def __iter__(self) -> Iterator[bytes]:
+    def __iter__(self) -> Iterator[bytes | memoryview]:
         while (record := self.read()) is not None:
             yield record
 

@@ -152,3 +152,12 @@ def test_images_pack_and_unpack_in_rgb():
     assert lossy.shape == (16, 20, 3)
     with pytest.raises(ValueError, match="img_fmt"):
         pack_img((0, 1.0, 0, 0), image, img_fmt=".gif")
+
+
+def test_sequential_views_equal_the_records_without_copying(tmp_path):
+    records = [b"a" * 10, MAGIC_BYTES * 2, b""]
+    with RecordWriter(tmp_path / "r.rec") as writer:
+        for record in records:
+            writer.write(record)
+    views = list(RecordReader(tmp_path / "r.rec", copy=False))
+    assert views == records and isinstance(views[0], memoryview)

@@ -1,0 +1,138 @@
+"""Record files, each figure a ratio against a baseline from the same run.
+
+1. Sequential scan of a .rec of 100 KB records (1 GB by default) with
+   RecordReader, against a plain f.readinto loop over the same file
+   (target >= 0.7).
+2. Random IndexedRecordReader.read_idx against MXNet's MXIndexedRecordIO
+   (C++), where MXNet is installed (otherwise ours alone).
+3. ImageRecordIter over 2,000 JPEGs of 500x375 (resize 256, crop 3x224x224,
+   random crop and mirror, normalised, batch 64, 2 workers) against MXNet's
+   ImageRecordIter(preprocess_threads=2) on the same .rec, where MXNet is
+   installed (target >= 1.0).
+
+Run: .venv/bin/python benchmarks/recordio.py [--gb 1]; for the MXNet rows, run it
+with a Python that has mxnet==1.9.1 (numpy<2), such as CI's .venv-peers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+
+import numpy as np
+from _timing import best_of
+from images import make_folder
+
+if not hasattr(np, "bool"):
+    np.bool = bool  # MXNet 1.9.1 still reads numpy.bool
+try:
+    import mxnet as mx
+except ImportError:
+    mx = None
+
+from dataset_kit.io import ImageRecordIter
+from dataset_kit.recordio import IndexedRecordReader, IndexedRecordWriter, RecordReader, im2rec
+
+RECORD = 100 << 10
+
+
+def scan(directory: str, gigabytes: float) -> None:
+    path, count = os.path.join(directory, "big.rec"), int(gigabytes * (1 << 30) / RECORD)
+    payload = np.random.default_rng(0).integers(0, 255, RECORD, dtype=np.uint8).tobytes()
+    with IndexedRecordWriter(os.path.join(directory, "big.idx"), path) as writer:
+        for k in range(count):
+            writer.write_idx(k, payload)
+    size = os.path.getsize(path)
+
+    def plain_readinto() -> None:
+        buffer = bytearray(RECORD)
+        with open(path, "rb", buffering=0) as f:
+            while f.readinto(buffer):
+                pass
+
+    def record_reader() -> None:
+        for _ in RecordReader(path):
+            pass
+
+    def record_views() -> None:
+        for _ in RecordReader(path, copy=False):
+            pass
+
+    t = best_of(3, readinto=plain_readinto, reader=record_reader, views=record_views)
+    gbs = {k: size / v / 1e9 for k, v in t.items()}
+    print(f"1. scan of {size / 1e9:.2f} GB, {count} records of 100 KB: readinto "
+          f"{gbs['readinto']:.2f} GB/s, RecordReader {gbs['reader']:.2f} GB/s (bytes), "
+          f"{gbs['views']:.2f} GB/s (copy=False)")
+    print(f"   ratio RecordReader / readinto: {t['readinto'] / t['reader']:.2f} (bytes), "
+          f"{t['readinto'] / t['views']:.2f} (copy=False)  (target >= 0.7)")
+
+    keys = np.random.default_rng(1).integers(0, count, 20_000).tolist()
+    ours = IndexedRecordReader(os.path.join(directory, "big.idx"), path)
+    runs = {"ours": lambda: [ours.read_idx(k) for k in keys]}
+    if mx is not None:
+        theirs = mx.recordio.MXIndexedRecordIO(os.path.join(directory, "big.idx"), path, "r")
+        runs["mxnet"] = lambda: [theirs.read_idx(k) for k in keys]
+    t = best_of(3, **runs)
+    rates = {k: len(keys) / v for k, v in t.items()}
+    line = f"2. random read_idx of 100 KB records: ours {rates['ours']:.0f}/s"
+    if mx is None:
+        print(line + " (MXNet not installed here)")
+        return
+    print(line + f", MXNet {rates['mxnet']:.0f}/s")
+    print(f"   ratio ours / MXNet: {rates['ours'] / rates['mxnet']:.2f}  (target >= 1.0)")
+
+
+def image_pipeline(directory: str, images: int) -> None:
+    root = os.path.join(directory, "imgs")
+    make_folder(root, images)
+    (lst,) = im2rec.make_lists(os.path.join(directory, "img"), root, recursive=True)
+    im2rec.pack_list(lst, root, num_thread=2, progress=False)
+    rec = os.path.join(directory, "img.rec")
+    common = dict(data_shape=(3, 224, 224), batch_size=64, resize=256, rand_crop=True,
+                  rand_mirror=True, mean_r=123.7, mean_g=116.3, mean_b=103.5, std_r=58.4,
+                  std_g=57.1, std_b=57.4, preprocess_threads=2, shuffle=True)
+
+    def ours() -> None:
+        it = ImageRecordIter(rec, path_imgidx=os.path.join(directory, "img.idx"), seed=0,
+                             **common)
+        for _ in it:
+            pass
+        it.close()
+
+    runs = {"ours": ours}
+    if mx is not None:
+        def theirs() -> None:
+            it = mx.io.ImageRecordIter(path_imgrec=rec,
+                                       path_imgidx=os.path.join(directory, "img.idx"), **common)
+            for batch in it:
+                batch.data[0].wait_to_read()
+
+        runs["mxnet"] = theirs
+    t = best_of(2, **runs)
+    rates = {k: images / v for k, v in t.items()}
+    line = f"3. ImageRecordIter, {images} JPEGs 500x375 -> 3x224x224, 2 workers: ours " \
+           f"{rates['ours']:.0f} img/s"
+    if mx is None:
+        print(line + " (MXNet not installed here)")
+        return
+    print(line + f", MXNet {rates['mxnet']:.0f} img/s")
+    print(f"   ratio ours / MXNet: {rates['ours'] / rates['mxnet']:.2f}  (target >= 1.0)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--gb", type=float, default=1.0)
+    parser.add_argument("--images", type=int, default=2000)
+    args = parser.parse_args()
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as directory:
+        scan(directory, args.gb)
+    with tempfile.TemporaryDirectory() as directory:
+        image_pipeline(directory, args.images)
+    print(f"(total {time.perf_counter() - start:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
