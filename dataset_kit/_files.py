@@ -153,6 +153,47 @@ def atomic_dir(path: str | os.PathLike) -> Iterator[str]:
     fsync_directory(parent)
 
 
+class AtomicFile:
+    """A binary file written under a temporary name: published by close(), dropped by abort().
+
+    For writers that stay open across calls (record and pickle writers), where
+    :func:`atomic_write`'s ``with`` block does not fit.
+
+    Args:
+        path: the file to publish.
+    """
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self._publish = atomic_write(path)
+        self._file = open(self._publish.__enter__(), "wb")  # noqa: SIM115 - closed by close()
+
+    @property
+    def closed(self) -> bool:
+        """Whether close() or abort() was called."""
+        return self._file.closed
+
+    def write(self, data: bytes) -> int:
+        return self._file.write(data)
+
+    def tell(self) -> int:
+        return self._file.tell()
+
+    def flush(self) -> None:
+        self._file.flush()
+
+    def close(self) -> None:
+        """Flush, fsync and move the file into place. Idempotent."""
+        if not self._file.closed:
+            self._file.close()
+            self._publish.__exit__(None, None, None)
+
+    def abort(self) -> None:
+        """Discard what was written; nothing appears at the path. Idempotent."""
+        if not self._file.closed:
+            self._file.close()
+            self._publish.__exit__(RuntimeError, RuntimeError("aborted"), None)
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)

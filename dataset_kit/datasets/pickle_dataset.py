@@ -42,30 +42,6 @@ class PickleDatasetWriter:
         self.close()
 
 
-class _AtomicFile:
-    """A file written under a temporary name and published on a clean close()."""
-
-    def __init__(self, path: str) -> None:
-        self._publish = _files.atomic_write(path)
-        self._file = open(self._publish.__enter__(), "wb")  # noqa: SIM115
-
-    def write(self, data: bytes) -> int:
-        return self._file.write(data)
-
-    def flush(self) -> None:
-        self._file.flush()
-
-    def close(self) -> None:
-        if not self._file.closed:
-            self._file.close()
-            self._publish.__exit__(None, None, None)
-
-    def abort(self) -> None:
-        if not self._file.closed:
-            self._file.close()
-            self._publish.__exit__(RuntimeError, RuntimeError("aborted"), None)
-
-
 class _PathWriter(PickleDatasetWriter):
     """The writer of open_pickle_dataset_writer: nothing appears at the path before close()."""
 
@@ -211,4 +187,4 @@ def open_pickle_dataset_writer(path: str | os.PathLike,
     Returns:
         The writer.
     """
-    return _PathWriter(_AtomicFile(os.fspath(path)), protocol)
+    return _PathWriter(_files.AtomicFile(os.fspath(path)), protocol)

@@ -27,8 +27,7 @@ class RecordWriter:
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = os.fspath(path)
-        self._publish = _files.atomic_write(self.path)
-        self._file = open(self._publish.__enter__(), "wb")  # noqa: SIM115
+        self._file = _files.AtomicFile(self.path)
 
     def write(self, buf: bytes) -> None:
         """Append one record.
@@ -46,15 +45,11 @@ class RecordWriter:
 
     def close(self) -> None:
         """Finish the file and move it into place. Idempotent."""
-        if not self._file.closed:
-            self._file.close()
-            self._publish.__exit__(None, None, None)
+        self._file.close()
 
     def abort(self) -> None:
         """Discard what was written; nothing appears at the path."""
-        if not self._file.closed:
-            self._file.close()
-            self._publish.__exit__(RuntimeError, RuntimeError("aborted"), None)
+        self._file.abort()
 
     def __enter__(self) -> RecordWriter:
         return self
