@@ -11,6 +11,13 @@ from dataset_kit.datasets.image_dataset import (
     MultiZippedImageDataset,
     ZippedImageDataset,
 )
+from dataset_kit.datasets.mnist import (
+    get_fashion_mnist,
+    get_fashion_mnist_labels,
+    get_kuzushiji_mnist,
+    get_kuzushiji_mnist_labels,
+    get_mnist,
+)
 from dataset_kit.datasets.pickle_dataset import (
     PickleDataset,
     PickleDatasetWriter,
@@ -44,6 +51,11 @@ __all__ = [
     "PickleDataset",
     "PickleDatasetWriter",
     "TextDataset",
+    "get_fashion_mnist",
+    "get_fashion_mnist_labels",
+    "get_kuzushiji_mnist",
+    "get_kuzushiji_mnist_labels",
+    "get_mnist",
     "open_pickle_dataset",
     "open_pickle_dataset_writer",
     "ArrayDataset",

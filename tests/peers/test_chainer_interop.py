@@ -123,3 +123,27 @@ def test_splits_equal_chainers(seed):
          chainer.datasets.get_cross_validation_datasets(data, 5, order=data[::-1])),
     ]:
         assert [(list(a), list(b)) for a, b in ours] == [(list(a), list(b)) for a, b in theirs]
+
+
+@pytest.mark.parametrize("kwargs", [dict(), dict(ndim=2, scale=3.0),
+                                    dict(ndim=3, rgb_format=True, withlabel=False),
+                                    dict(dtype=np.float64, label_dtype=np.int64)])
+def test_mnist_preprocessing_equals_chainers(kwargs):
+    from chainer.datasets._mnist_helper import preprocess_mnist
+
+    from dataset_kit.datasets import mnist
+
+    rng = np.random.default_rng(0)
+    raw = {"x": rng.integers(0, 256, (6, 784), dtype=np.uint8),
+           "y": rng.integers(0, 10, 6, dtype=np.uint8)}
+    options = {**dict(withlabel=True, ndim=1, scale=1.0, dtype=np.float32,
+                      label_dtype=np.int32, rgb_format=False), **kwargs}
+    theirs = preprocess_mnist(raw, options["withlabel"], options["ndim"], options["scale"],
+                              options["dtype"], options["label_dtype"], options["rgb_format"])
+    ours = mnist._preprocess(raw, **options)
+    if options["withlabel"]:
+        for k in range(6):
+            assert np.array_equal(ours[k][0], theirs[k][0]) and ours[k][1] == theirs[k][1]
+            assert ours[k][0].dtype == theirs[k][0].dtype
+    else:
+        assert np.array_equal(ours, theirs) and ours.dtype == theirs.dtype
