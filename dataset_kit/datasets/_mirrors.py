@@ -37,10 +37,8 @@ def fetch(name: str, sha256: str, upstream: Sequence[str],
     for url in candidates(name, upstream, mirrors):
         try:
             return cached_download(url, sha256=sha256, retries=1)
-        except HashMismatchError as error:
-            errors.append(error)
-        except (DownloadError, OSError) as error:
-            errors.append(error)
+        except (HashMismatchError, DownloadError, OSError) as error:
+            errors.append(error)  # try the next mirror; report after the last
     mismatches = [e for e in errors if isinstance(e, HashMismatchError)]
     if mismatches:
         raise HashMismatchError(f"{name}: {mismatches[0]}")

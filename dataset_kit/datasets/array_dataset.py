@@ -9,6 +9,7 @@ import numpy as np
 
 from dataset_kit.batch import ExampleBatch
 from dataset_kit.dataset import DatasetMixin, fetch_examples
+from dataset_kit.datasets.tuple_dataset import _check_lengths
 
 
 class ArrayDataset(DatasetMixin):
@@ -27,10 +28,9 @@ class ArrayDataset(DatasetMixin):
     def __init__(self, *arrays: Sequence) -> None:
         if not arrays:
             raise ValueError("ArrayDataset needs at least one array, got none")
-        lengths = [len(a) for a in arrays]
-        if len(set(lengths)) > 1:
-            raise ValueError(f"ArrayDataset arrays must have the same length, got {lengths}")
-        self._arrays, self._length = arrays, lengths[0]
+        self._length = _check_lengths({f"array {k}": a for k, a in enumerate(arrays)},
+                                      "ArrayDataset")
+        self._arrays = arrays
         self._all_arrays = all(isinstance(a, np.ndarray) and a.ndim >= 1 for a in arrays)
 
     def __len__(self) -> int:

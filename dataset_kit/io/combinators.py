@@ -40,7 +40,6 @@ class ResizeIter(_OverBatches):
         self.data_iter, self.size = data_iter, positive_int("size", size)
         self.reset_internal = reset_internal
         self.cur = 0
-        self.current_batch: DataBatch | None = None
 
     def reset(self) -> None:
         self.cur = 0
@@ -97,7 +96,6 @@ class PrefetchingIter(_OverBatches):
             raise ValueError("PrefetchingIter needs at least one iterator")
         super().__init__(self.iters[0].batch_size)
         self.rename_data, self.rename_label = rename_data, rename_label
-        self.current_batch: DataBatch | None = None
 
     @staticmethod
     def _renamed(descs: list, renames: list | None, k: int) -> list:

@@ -110,3 +110,10 @@ def test_dataset_operations_follow_gluon():
     assert len(calls) == 6 and eager[1] == 1 and len(calls) == 6
     with pytest.raises(ValueError, match="index must be below num_shards=2"):
         data.shard(2, 2)
+
+
+def test_array_dataset_arguments_are_checked():
+    with pytest.raises(ValueError, match="at least one array"):
+        ArrayDataset()
+    with pytest.raises(ValueError, match="array 0: 2, array 1: 1"):
+        ArrayDataset([1, 2], [1])
