@@ -1,6 +1,6 @@
 """dataset_kit: datasets, iterators and converters that feed training loops."""
 
-from dataset_kit import datasets, io, iterators, loader, serializers, tabular
+from dataset_kit import datasets, distributed, io, iterators, loader, serializers, tabular
 from dataset_kit._example_context import example_rng
 from dataset_kit.batch import ExampleBatch
 from dataset_kit.convert import concat_examples, to_device
@@ -37,6 +37,7 @@ __all__ = [
     "get_dataset_directory",
     "get_dataset_root",
     "datasets",
+    "distributed",
     "example_rng",
     "io",
     "iterators",

@@ -1,0 +1,60 @@
+"""The global order of an epoch and each rank's cut of it: pure functions.
+
+Every rank computes the same global order for an epoch from the shared seed
+(the order a single-process iterator with that seed visits) and takes every
+``ranks``-th example of it, starting at its rank. After each rank has consumed
+``k`` examples, the ranks together have consumed exactly the first
+``k * ranks`` examples of the global order: that number, the *global
+position*, is what a checkpoint records, and it means the same on any number
+of ranks.
+
+How the end of the global order is cut so that every rank gets the same
+number of batches (``policy``):
+
+* ``'pad'``: wrapped around to a multiple of ``ranks * batch_size``, so
+  every batch is full (some examples of the epoch are seen twice);
+* ``'drop'``: cut to a multiple of ``ranks * batch_size`` (up to that many
+  minus one examples are not seen that epoch);
+* ``'keep'``: wrapped to a multiple of ``ranks`` only, as PyTorch's
+  ``DistributedSampler`` does; every rank's last batch is short by the same
+  amount.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dataset_kit.iterators.order_samplers import ShuffleOrderSampler
+
+SHARD_POLICIES = ("pad", "drop", "keep")
+
+
+def global_order(seed: int, epoch: int, size: int, shuffle: bool) -> np.ndarray:
+    """Return the global order of ``epoch``: that of a single-process iterator with ``seed``."""
+    if not shuffle:
+        return np.arange(size, dtype=np.int64)
+    return ShuffleOrderSampler(seed).epoch_order(epoch, size)
+
+
+def share_length(remaining: int, ranks: int, batch_size: int, policy: str) -> int:
+    """Return how many examples each rank gets from ``remaining`` examples of a global order."""
+    if policy == "pad":
+        return -(-remaining // (ranks * batch_size)) * batch_size
+    if policy == "drop":
+        return remaining // (ranks * batch_size) * batch_size
+    return -(-remaining // ranks)
+
+
+def rank_share(order: np.ndarray, start: int, rank: int, ranks: int, batch_size: int,
+               policy: str) -> np.ndarray:
+    """Return rank ``rank``'s examples of ``order[start:]``, cut by ``policy``.
+
+    Rank ``r`` gets the global positions ``start + r``, ``start + r + ranks``,
+    ...; positions past the end of the order wrap to its beginning (padding).
+    """
+    size = len(order)
+    length = share_length(size - start, ranks, batch_size, policy)
+    if length == 0:
+        return np.zeros(0, dtype=np.int64)
+    positions = start + rank + ranks * np.arange(length, dtype=np.int64)
+    return order[positions % size]
