@@ -67,9 +67,25 @@ def _rank(comm) -> int:
     return dist.get_rank()
 
 
+def _scatter(comm, rank: int, out: str, options: dict) -> None:
+    """Rank 0 alone holds the arrays (the others pass None): the data travel."""
+    from dataset_kit.distributed import as_communicator, scatter_dataset
+
+    n = int(options["n"])
+    data = TupleDataset(np.arange(n), np.arange(n) * 0.5) if rank == 0 else None
+    sub = scatter_dataset(data, comm, shuffle=True, seed=int(options["seed"]))
+    mine = [[int(x), float(y)] for x, y in (sub[i] for i in range(len(sub)))]
+    gathered = as_communicator(comm).allgather(mine)
+    if rank == 0:
+        Path(out).write_text(json.dumps({"ranks": gathered}))
+
+
 def main(engine: str, scenario: str, out: str, options: dict) -> None:
     comm = _connect(engine)
     rank = _rank(comm)
+    if scenario == "scatter":
+        _scatter(comm, rank, out, options)
+        return
     try:
         it = _iterator(comm, options)
     except DistributedError as error:

@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from dataset_kit.distributed._shards import global_order
@@ -149,3 +150,14 @@ def test_a_killed_rank_makes_the_others_fail_not_hang(engine, tmp_path):
     if engine == "torch":
         # Rank 0 reaches its end-of-epoch check and fails there with an error.
         assert "another rank has probably died" in Path(f"{out}.rank0").read_text()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_scatter_dataset_ships_rank_zeros_arrays(engine, tmp_path):
+    out = tmp_path / "out.json"
+    assert launch(engine, 3, "scatter", out, n=10, seed=5) == 0
+    order = np.random.RandomState(5).permutation(10)
+    parts = _gathered(out)
+    assert [[x for x, _ in part] for part in parts] == [order[b:e].tolist() for b, e in
+                                                       [(0, 4), (3, 7), (6, 10)]]
+    assert all(y == x * 0.5 for part in parts for x, y in part)
