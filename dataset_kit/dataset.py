@@ -193,6 +193,15 @@ class DatasetMixin:
         return gluon_ops.sample(self, sampler)
 
 
+def builds_one_by_one(dataset: Any) -> bool:
+    """Whether :func:`fetch_examples` builds ``dataset``'s batches one example at a time."""
+    if isinstance(dataset, DatasetMixin):
+        kind = type(dataset)
+        return kind.get_batch is DatasetMixin.get_batch \
+            and kind.get_examples is DatasetMixin.get_examples
+    return not (isinstance(dataset, np.ndarray) and dataset.ndim >= 1)
+
+
 def fetch_examples(dataset: Any, indices: np.ndarray) -> Sequence[Any]:
     """Fetch valid, non-negative ``indices`` from any dataset, a batch at once if it can.
 

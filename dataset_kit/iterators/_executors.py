@@ -18,6 +18,10 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol
 
+import numpy as np
+
+from dataset_kit.batch import ExampleBatch
+from dataset_kit.dataset import builds_one_by_one
 from dataset_kit.iterators._fetch import fetch_batch
 from concurrent.futures import TimeoutError as FutureTimeout
 
@@ -232,15 +236,39 @@ class ProcessExecutor(_Closable):
         return self._pool
 
     def submit(self, plan: BatchPlan, seed: int) -> tuple:
-        task_id = self._next_task
-        self._next_task += 1
+        fresh = self._pool is None
         try:
-            return task_id, self._workers().submit(task_id, plan.indices, plan.epochs, seed)
+            pool = self._workers()
+            n = pool.n_workers
+            # The first batch of a fresh pool is split across the workers:
+            # until it arrives nothing else can be delivered, and every worker
+            # is idle. Only where examples are built one by one (a batch
+            # gather is cheap) and without a converter (its output cannot be
+            # joined).
+            if fresh and n > 1 and self._options["converter"] is None \
+                    and len(plan.indices) >= 2 * n \
+                    and builds_one_by_one(self._options["dataset"]):
+                parts = [self._submit_one(pool, part, seed) for part in _split(plan, n)]
+                return ("split", parts, plan, seed)
+            return self._submit_one(pool, plan, seed)
         except BaseException as error:
             self._fail(error)
             raise
 
+    def _submit_one(self, pool: ProcessPool, plan: BatchPlan, seed: int) -> tuple:
+        task_id = self._next_task
+        self._next_task += 1
+        return task_id, pool.submit(task_id, plan.indices, plan.epochs, seed)
+
     def collect(self, handle: tuple) -> Any:
+        if handle[0] != "split":
+            return self._collect_one(handle)
+        _, parts, plan, seed = handle
+        joined = _join([self._collect_one(part) for part in parts])
+        # A dataset whose batches cannot be joined is fetched here, whole.
+        return fetch_batch(self._options["dataset"], plan, seed) if joined is None else joined
+
+    def _collect_one(self, handle: tuple) -> Any:
         task_id, worker = handle
         try:
             return self._pool.receive(worker, task_id)
@@ -285,3 +313,27 @@ class ProcessExecutor(_Closable):
         self.closed = True
         if self._finalizer is not None:
             self._finalizer()
+
+
+def _split(plan: BatchPlan, parts: int) -> list[BatchPlan]:
+    """Cut a plan into ``parts`` consecutive plans (the example rng keys go with them)."""
+    bounds = np.linspace(0, len(plan.indices), parts + 1).astype(int)
+    epochs = plan.epochs
+    return [plan._replace(indices=plan.indices[a:b],
+                          epochs=epochs if isinstance(epochs, int) else epochs[a:b])
+            for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def _join(parts: list) -> Any:
+    """Join the batches of a split plan, or return None if they are of no joinable kind."""
+    if all(type(part) is list for part in parts):
+        return [example for part in parts for example in part]
+    if all(isinstance(part, ExampleBatch) for part in parts):
+        first = parts[0].columns
+        if isinstance(first, np.ndarray):
+            return ExampleBatch(np.concatenate([p.columns for p in parts]))
+        if isinstance(first, tuple):
+            return ExampleBatch(tuple(np.concatenate(c) for c in zip(*(p.columns
+                                                                      for p in parts))))
+        return ExampleBatch({k: np.concatenate([p.columns[k] for p in parts]) for k in first})
+    return None

@@ -152,13 +152,84 @@ class _SharedBatch(NamedTuple):
     columns: Any
 
 
+def uniform_columns(batch: Any) -> tuple[Any, list[list]] | None:
+    """Return a list of uniform examples as columns to stack, or None if it is not one.
+
+    Uniform: every example is an array (or numpy scalar), a tuple of them or a
+    dict of them, with the same structure, shapes and dtypes throughout.
+    Such a batch can travel as one stacked array per element (and arrive as
+    an :class:`~dataset_kit.ExampleBatch` of views) instead of example by
+    example.
+
+    Returns:
+        ``(structure, columns)``: ``structure`` is None (bare arrays), an int
+        (tuples of that length) or a tuple of dict keys; ``columns`` holds,
+        per element, the list of that element's values across the batch.
+    """
+    if type(batch) is not list or not batch:
+        return None
+    first = batch[0]
+    if type(first) is tuple:
+        structure: Any = len(first)
+        rows = batch if all(type(ex) is tuple and len(ex) == structure for ex in batch) \
+            else None
+    elif type(first) is dict:
+        structure = tuple(first)
+        rows = [tuple(ex.values()) for ex in batch] if all(
+            type(ex) is dict and tuple(ex) == structure for ex in batch) else None
+    else:
+        structure, rows = None, [(ex,) for ex in batch]
+    if rows is None:
+        return None
+    columns = [list(column) for column in zip(*rows)]
+    for column in columns:
+        head = column[0]
+        if not isinstance(head, (np.ndarray, np.generic)) or head.dtype.hasobject:
+            return None
+        shape, dtype, kind = head.shape, head.dtype, type(head)
+        if not all(type(v) is kind and v.shape == shape and v.dtype == dtype for v in column):
+            return None
+    return structure, columns
+
+
 def layout(arrays: list) -> tuple[list[int], int]:
     """Return each array's aligned offset and the total bytes needed."""
+    return layout_sizes([a.nbytes for a in arrays])
+
+
+def layout_sizes(sizes: list[int]) -> tuple[list[int], int]:
+    """Return the aligned offset of each of ``sizes`` bytes, and the total bytes needed."""
     offsets, total = [], 0
-    for a in arrays:
+    for nbytes in sizes:
         offsets.append(total)
-        total += -(-a.nbytes // ALIGN) * ALIGN
+        total += -(-nbytes // ALIGN) * ALIGN
     return offsets, total
+
+
+def stacked_batch(structure: Any, columns: list[list]) -> ExampleBatch:
+    """Return the columns of :func:`uniform_columns` stacked, as an ExampleBatch."""
+    arrays = [np.stack(column) for column in columns]
+    if structure is None:
+        return ExampleBatch(arrays[0])
+    if isinstance(structure, int):
+        return ExampleBatch(tuple(arrays))
+    return ExampleBatch(dict(zip(structure, arrays)))
+
+
+def stack_columns(structure: Any, columns: list[list], offsets: list[int],
+                  buffer: mmap.mmap) -> Any:
+    """Stack each column straight into ``buffer`` at ``offsets``; return the batch skeleton."""
+    refs = []
+    for column, offset in zip(columns, offsets):
+        head = column[0]
+        shape = (len(column),) + head.shape
+        np.stack(column, out=np.ndarray(shape, head.dtype, buffer=buffer, offset=offset))
+        refs.append(ArrayRef(offset, shape, head.dtype.str))
+    if structure is None:
+        return _SharedBatch(refs[0])
+    if isinstance(structure, int):
+        return _SharedBatch(tuple(refs))
+    return _SharedBatch(dict(zip(structure, refs)))
 
 
 def place_arrays(skeleton: Any, arrays: list, offsets: list[int], buffer: mmap.mmap) -> Any:

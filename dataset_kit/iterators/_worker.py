@@ -70,7 +70,8 @@ def worker_main(config: WorkerConfig, conn: Any) -> None:
             if converter is not None:
                 batch = converter(batch)
             if config.use_shm:
-                reply, created = _pack(task, batch, blocks, config, created)
+                reply, created = _pack(task, batch, blocks, config, created,
+                                       stack=converter is None)
             else:
                 reply = Done(task.task_id, batch, None, 0, 0)
         except Exception as error:  # noqa: BLE001 - every failure goes to the parent
@@ -82,25 +83,47 @@ def worker_main(config: WorkerConfig, conn: Any) -> None:
             return
 
 
-def _pack(task: Task, batch: Any, blocks: dict, config: WorkerConfig,
-          created: int) -> tuple[Done, int]:
+def _pack(task: Task, batch: Any, blocks: dict, config: WorkerConfig, created: int,
+          stack: bool) -> tuple[Done, int]:
+    # A list of uniform examples travels as stacked columns, stacked straight
+    # into the block: the main process then needs no restacking (and
+    # concat_examples returns the columns as they are).
+    uniform = _shm.uniform_columns(batch) if stack else None
+    if uniform is not None:
+        structure, columns = uniform
+        offsets, total = _shm.layout_sizes(
+            [len(column) * column[0].nbytes for column in columns])
+        if total < _shm.MIN_SHARED_BYTES:  # cheaper pickled
+            return Done(task.task_id, _shm.stacked_batch(structure, columns), None, 0, 0), \
+                created
+        name, size, block, created = _block_for(task, total, blocks, config, created)
+        skeleton = _shm.stack_columns(structure, columns, offsets, block.mmap)
+        return Done(task.task_id, skeleton, name, size, total), created
     arrays: list = []
     skeleton = _shm.split_arrays(batch, arrays)
     offsets, total = _shm.layout(arrays)
     if total == 0:
         return Done(task.task_id, skeleton, None, 0, 0), created
+    name, size, block, created = _block_for(task, total, blocks, config, created)
+    skeleton = _shm.place_arrays(skeleton, arrays, offsets, block.mmap)
+    return Done(task.task_id, skeleton, name, size, total), created
+
+
+def _block_for(task: Task, total: int, blocks: dict, config: WorkerConfig,
+               created: int) -> tuple[str, int, _shm.Block, int]:
+    """The block lent with ``task`` if ``total`` bytes fit in it, else a new one."""
     if task.lent is not None and task.lent[1] >= total:
         name, size = task.lent
         block = blocks.get(name)
         if block is None:
             block = blocks[name] = _shm.Block(name, size, create=False)
     else:
-        name = f"{config.prefix}w{config.index}-{created}"
+        # The pid too: a replacement worker (max_tasks) reuses the index.
+        name = f"{config.prefix}w{config.index}-{os.getpid()}-{created}"
         created += 1
         size = _shm.block_size_for(total)
         block = blocks[name] = _shm.Block(name, size, create=True)
-    skeleton = _shm.place_arrays(skeleton, arrays, offsets, block.mmap)
-    return Done(task.task_id, skeleton, name, size, total), created
+    return name, size, block, created
 
 
 def _picklable(error: BaseException) -> BaseException | None:
