@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from dataset_kit import _example_context
+from dataset_kit._gather import take_rows
 from dataset_kit.batch import ExampleBatch
 
 
@@ -221,5 +222,5 @@ def fetch_examples(dataset: Any, indices: np.ndarray) -> Sequence[Any]:
     if isinstance(dataset, DatasetMixin):
         return dataset.get_batch(indices)
     if isinstance(dataset, np.ndarray) and dataset.ndim >= 1:
-        return ExampleBatch(dataset[indices])
+        return ExampleBatch(take_rows(dataset, indices))
     return _example_context.map_examples(dataset.__getitem__, indices.tolist())

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from dataset_kit._gather import take_rows
 from dataset_kit.batch import ExampleBatch
 from dataset_kit.dataset import DatasetMixin, fetch_examples
 from dataset_kit.datasets.tuple_dataset import _check_lengths
@@ -43,7 +44,7 @@ class ArrayDataset(DatasetMixin):
 
     def get_examples(self, indices: np.ndarray) -> Sequence[Any]:
         if self._all_arrays:
-            columns = tuple(a[indices] for a in self._arrays)
+            columns = tuple(take_rows(a, indices) for a in self._arrays)
             return ExampleBatch._trusted(columns[0] if len(columns) == 1 else columns,
                                          len(indices))
         columns = [fetch_examples(a, indices) for a in self._arrays]

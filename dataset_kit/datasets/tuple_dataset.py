@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from dataset_kit._gather import take_rows
 from dataset_kit.batch import ExampleBatch
 from dataset_kit.dataset import DatasetMixin, fetch_examples
 
@@ -21,7 +22,7 @@ def _check_lengths(columns: dict[str, Sequence], what: str) -> int:
 
 def _gather(column: Sequence, indices: np.ndarray) -> Any:
     if isinstance(column, np.ndarray):
-        return column[indices]
+        return take_rows(column, indices)
     # A column may itself be a dataset that draws from example_rng().
     return fetch_examples(column, indices)
 
@@ -71,7 +72,8 @@ class TupleDataset(DatasetMixin):
 
     def get_examples(self, indices: np.ndarray) -> Sequence[tuple]:
         if self._all_arrays:
-            return ExampleBatch._trusted(tuple([d[indices] for d in self._datasets]), len(indices))
+            return ExampleBatch._trusted(tuple([take_rows(d, indices) for d in self._datasets]),
+                                        len(indices))
         columns = [_gather(d, indices) for d in self._datasets]
         stacked = [_stacked(c) for c in columns]
         if all(c is not None for c in stacked):
@@ -108,7 +110,7 @@ class DictDataset(DatasetMixin):
     def get_examples(self, indices: np.ndarray) -> Sequence[dict]:
         if self._all_arrays:
             return ExampleBatch._trusted(
-                {name: d[indices] for name, d in self._datasets.items()}, len(indices))
+                {name: take_rows(d, indices) for name, d in self._datasets.items()}, len(indices))
         columns = {name: _gather(d, indices) for name, d in self._datasets.items()}
         keys = list(columns)
         return [dict(zip(keys, values)) for values in zip(*columns.values())]

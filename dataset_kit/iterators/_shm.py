@@ -22,10 +22,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from dataset_kit._gather import ALIGN
 from dataset_kit.batch import ExampleBatch
 
 SHM_DIR = "/dev/shm"
-ALIGN = 64
 # Below this many bytes an array is cheaper to pickle than to place.
 MIN_SHARED_BYTES = 1024
 
@@ -197,9 +197,9 @@ def layout(arrays: list) -> tuple[list[int], int]:
     return layout_sizes([a.nbytes for a in arrays])
 
 
-def layout_sizes(sizes: list[int]) -> tuple[list[int], int]:
-    """Return the aligned offset of each of ``sizes`` bytes, and the total bytes needed."""
-    offsets, total = [], 0
+def layout_sizes(sizes: list[int], start: int = 0) -> tuple[list[int], int]:
+    """Return the aligned offset of each of ``sizes`` bytes from ``start``, and the end."""
+    offsets, total = [], start
     for nbytes in sizes:
         offsets.append(total)
         total += -(-nbytes // ALIGN) * ALIGN
@@ -232,10 +232,16 @@ def stack_columns(structure: Any, columns: list[list], offsets: list[int],
     return _SharedBatch(dict(zip(structure, refs)))
 
 
-def place_arrays(skeleton: Any, arrays: list, offsets: list[int], buffer: mmap.mmap) -> Any:
-    """Copy ``arrays`` into ``buffer`` at ``offsets``; return the skeleton with offsets."""
-    for a, offset in zip(arrays, offsets):
-        np.copyto(np.ndarray(a.shape, a.dtype, buffer=buffer, offset=offset), a, casting="no")
+def place_arrays(skeleton: Any, arrays: list, offsets: list[int], buffer: mmap.mmap,
+                 in_place: list[bool] | None = None) -> Any:
+    """Copy ``arrays`` into ``buffer`` at ``offsets``; return the skeleton with offsets.
+
+    Arrays flagged ``in_place`` lie at their offset already (gathered there).
+    """
+    for k, (a, offset) in enumerate(zip(arrays, offsets)):
+        if in_place is None or not in_place[k]:
+            np.copyto(np.ndarray(a.shape, a.dtype, buffer=buffer, offset=offset), a,
+                      casting="no")
     return _map_refs(skeleton, lambda ref: ref._replace(offset=offsets[ref.offset]))
 
 

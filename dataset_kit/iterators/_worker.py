@@ -15,6 +15,7 @@ import signal
 import traceback
 from typing import Any
 
+from dataset_kit import _gather
 from dataset_kit.iterators import _shm
 from dataset_kit.iterators._fetch import fetch_batch
 from dataset_kit.iterators._messages import (
@@ -65,17 +66,23 @@ def worker_main(config: WorkerConfig, conn: Any) -> None:
                     block.close()
             continue
         task: Task = message
+        # Gathers write straight into the block lent with the task, if any.
+        arena = _arena_for(task, blocks) if config.use_shm else None
+        previous = _gather.install(arena)
         try:
             batch = fetch_batch(dataset, BatchPlan(task.indices, task.epochs), task.seed)
             if converter is not None:
                 batch = converter(batch)
             if config.use_shm:
-                reply, created = _pack(task, batch, blocks, config, created,
+                reply, created = _pack(task, batch, blocks, config, created, arena,
                                        stack=converter is None)
             else:
                 reply = Done(task.task_id, batch, None, 0, 0)
         except Exception as error:  # noqa: BLE001 - every failure goes to the parent
             reply = Failed(task.task_id, _picklable(error), traceback.format_exc())
+        finally:
+            _gather.install(previous)
+        batch = arena = None  # no view of a block outlives the task
         conn.send(reply)
         done += 1
         if max_tasks is not None and done >= max_tasks:
@@ -83,36 +90,61 @@ def worker_main(config: WorkerConfig, conn: Any) -> None:
             return
 
 
+def _arena_for(task: Task, blocks: dict) -> _gather.Arena | None:
+    if task.lent is None:
+        return None
+    name, size = task.lent
+    block = blocks.get(name)
+    if block is None:
+        block = blocks[name] = _shm.Block(name, size, create=False)
+    return _gather.Arena(block.mmap)
+
+
 def _pack(task: Task, batch: Any, blocks: dict, config: WorkerConfig, created: int,
-          stack: bool) -> tuple[Done, int]:
+          arena: _gather.Arena | None, stack: bool) -> tuple[Done, int]:
+    start = 0 if arena is None else arena.used  # what gathers wrote stays where it is
     # A list of uniform examples travels as stacked columns, stacked straight
     # into the block: the main process then needs no restacking (and
     # concat_examples returns the columns as they are).
     uniform = _shm.uniform_columns(batch) if stack else None
     if uniform is not None:
         structure, columns = uniform
-        offsets, total = _shm.layout_sizes(
-            [len(column) * column[0].nbytes for column in columns])
-        if total < _shm.MIN_SHARED_BYTES:  # cheaper pickled
+        sizes = [len(column) * column[0].nbytes for column in columns]
+        if sum(sizes) < _shm.MIN_SHARED_BYTES:  # cheaper pickled
             return Done(task.task_id, _shm.stacked_batch(structure, columns), None, 0, 0), \
                 created
-        name, size, block, created = _block_for(task, total, blocks, config, created)
+        offsets, total = _shm.layout_sizes(sizes, start)
+        fresh = arena is not None and total > task.lent[1]
+        if fresh:  # a new block; the lent one holds what the columns are read from
+            offsets, total = _shm.layout_sizes(sizes)
+        name, size, block, created = _block_for(task, total, blocks, config, created, fresh)
         skeleton = _shm.stack_columns(structure, columns, offsets, block.mmap)
         return Done(task.task_id, skeleton, name, size, total), created
     arrays: list = []
     skeleton = _shm.split_arrays(batch, arrays)
-    offsets, total = _shm.layout(arrays)
-    if total == 0:
+    if not arrays:
         return Done(task.task_id, skeleton, None, 0, 0), created
-    name, size, block, created = _block_for(task, total, blocks, config, created)
-    skeleton = _shm.place_arrays(skeleton, arrays, offsets, block.mmap)
+    # Arrays gathered into the lent block stay; the others go after them.
+    at = [None if arena is None else arena.offset_of(a) for a in arrays]
+    others, total = _shm.layout([a for a, o in zip(arrays, at) if o is None])
+    others = iter(o + start for o in others)
+    offsets = [next(others) if o is None else o for o in at]
+    total += start
+    in_place = [o is not None for o in at]
+    fresh = arena is not None and total > task.lent[1]
+    if fresh:  # a new block; the lent one holds arrays to copy from
+        offsets, total = _shm.layout(arrays)
+        in_place = None
+    name, size, block, created = _block_for(task, total, blocks, config, created, fresh)
+    skeleton = _shm.place_arrays(skeleton, arrays, offsets, block.mmap, in_place)
     return Done(task.task_id, skeleton, name, size, total), created
 
 
-def _block_for(task: Task, total: int, blocks: dict, config: WorkerConfig,
-               created: int) -> tuple[str, int, _shm.Block, int]:
-    """The block lent with ``task`` if ``total`` bytes fit in it, else a new one."""
-    if task.lent is not None and task.lent[1] >= total:
+def _block_for(task: Task, total: int, blocks: dict, config: WorkerConfig, created: int,
+               fresh: bool = False) -> tuple[str, int, _shm.Block, int]:
+    """The block lent with ``task`` if ``total`` bytes fit in it (and not ``fresh``),
+    else a new one."""
+    if task.lent is not None and task.lent[1] >= total and not fresh:
         name, size = task.lent
         block = blocks.get(name)
         if block is None:

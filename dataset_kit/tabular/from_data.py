@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from dataset_kit._gather import take_rows
 from dataset_kit.tabular.tabular_dataset import TabularDataset
 
 
@@ -91,7 +92,10 @@ class _Stored(TabularDataset):
     def get_examples(self, indices: Any, key_indices: tuple[int, ...] | None) -> tuple:
         values = self._values
         if indices is not None:
-            if isinstance(values, np.ndarray) or isinstance(indices, slice):
+            rows = None if isinstance(indices, slice) else np.asarray(indices)
+            if isinstance(values, np.ndarray) and rows is not None and rows.dtype.kind in "iu":
+                values = take_rows(values, rows)
+            elif isinstance(values, np.ndarray) or isinstance(indices, slice):
                 values = values[indices]
             else:
                 values = [values[i] for i in indices]

@@ -1,0 +1,68 @@
+"""Row gathers that write straight into the memory a batch will travel in.
+
+Array-backed datasets gather a batch's rows with :func:`take_rows`. Outside a
+worker process that is ``array[indices]``. Inside one, the worker installs an
+:class:`Arena` over the shared-memory block the batch will be delivered in,
+and the rows are gathered directly there: the block then needs no second
+copy (the worker finds the array already in place).
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+ALIGN = 64  # bytes; every array in a block starts on such a boundary
+_local = threading.local()
+
+
+class Arena:
+    """A bump allocator over a writable buffer (a shared-memory block).
+
+    Args:
+        buffer: the writable buffer.
+    """
+
+    def __init__(self, buffer) -> None:
+        self.base = np.frombuffer(buffer, np.uint8)
+        self.address = self.base.ctypes.data
+        self.used = 0
+
+    def allocate(self, shape: tuple, dtype: np.dtype) -> np.ndarray | None:
+        """Return an uninitialised C-contiguous array in the buffer, or None if it is full."""
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        start = self.used
+        if start + nbytes > len(self.base):
+            return None
+        self.used = start + -(-nbytes // ALIGN) * ALIGN
+        return self.base[start:start + nbytes].view(dtype).reshape(shape)
+
+    def offset_of(self, array: np.ndarray) -> int | None:
+        """The offset of ``array`` in the buffer, if it is a C-contiguous array lying there."""
+        offset = array.__array_interface__["data"][0] - self.address
+        if 0 <= offset and offset + array.nbytes <= self.used and array.flags.c_contiguous:
+            return offset
+        return None
+
+
+def install(arena: Arena | None) -> Arena | None:
+    """Make ``arena`` this thread's destination for gathers; return the previous one."""
+    previous = getattr(_local, "arena", None)
+    _local.arena = arena
+    return previous
+
+
+def take_rows(array: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    """Return ``array[indices]``: the rows at an integer index array, as numpy gives them."""
+    arena = getattr(_local, "arena", None)
+    if arena is not None and not array.dtype.hasobject and indices.ndim == 1 \
+            and indices.dtype.kind in "iu" and array.ndim >= 1 \
+            and (not len(indices) or (indices.min() >= 0 and indices.max() < len(array))):
+        out = arena.allocate((len(indices),) + array.shape[1:], array.dtype)
+        if out is not None:
+            # mode="clip": the indices are checked already, and "raise"
+            # would gather into a temporary first.
+            np.take(array, indices, axis=0, out=out, mode="clip")
+            return out
+    return array[indices]

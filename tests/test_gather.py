@@ -1,0 +1,96 @@
+"""take_rows: gathers straight into a worker's block, with numpy's answers everywhere."""
+
+from __future__ import annotations
+
+import mmap
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dataset_kit import _gather, concat_examples
+from dataset_kit.datasets import DictDataset, TupleDataset
+from dataset_kit.iterators import MultiprocessIterator, SerialIterator
+from dataset_kit.tabular import from_data
+
+
+@pytest.fixture
+def arena():
+    buffer = mmap.mmap(-1, 1 << 16)
+    arena = _gather.Arena(buffer)
+    previous = _gather.install(arena)
+    yield arena
+    _gather.install(previous)
+
+
+@settings(max_examples=50, deadline=None)
+@given(rows=st.integers(1, 20), index=st.lists(st.integers(-25, 25), max_size=12))
+def test_take_rows_answers_like_numpy(rows, index):
+    array = np.arange(rows * 3, dtype=np.float32).reshape(rows, 3)
+    indices = np.asarray(index, dtype=np.int64)
+    previous = _gather.install(_gather.Arena(mmap.mmap(-1, 1 << 16)))
+    try:
+        try:
+            want = array[indices]
+        except IndexError:
+            with pytest.raises(IndexError):
+                _gather.take_rows(array, indices)
+            return
+        np.testing.assert_array_equal(_gather.take_rows(array, indices), want)
+    finally:
+        _gather.install(previous)
+
+
+def test_rows_land_in_the_arena_and_are_found_there(arena):
+    array = np.arange(40.0).reshape(10, 4)
+    got = _gather.take_rows(array, np.array([3, 1, 9]))
+    assert arena.offset_of(got) == 0
+    np.testing.assert_array_equal(got, array[[3, 1, 9]])
+    elsewhere = array[[0, 1]]
+    assert arena.offset_of(elsewhere) is None
+
+
+def test_a_full_arena_falls_back_to_numpy(arena):
+    big = np.zeros((2, 1 << 15), np.float64)  # 512 KiB > the 64 KiB arena
+    got = _gather.take_rows(big, np.array([1, 0]))
+    assert arena.offset_of(got) is None and got.shape == (2, 1 << 15)
+
+
+@pytest.mark.parametrize("make", [
+    lambda x, y: TupleDataset(x, y),
+    lambda x, y: DictDataset(x=x, y=y),
+    lambda x, y: x,
+    lambda x, y: from_data((("x", x), ("y", y))),
+])
+@pytest.mark.parametrize("converter", [None, concat_examples])
+def test_gathered_in_place_batches_equal_serial_and_stay_intact(make, converter):
+    x = np.random.default_rng(0).random((48, 3, 8, 8)).astype(np.float32)
+    y = np.arange(48, dtype=np.int32)
+    ds = make(x, y)
+    want = [concat_examples(b) for b in
+            (next(it) for it in [SerialIterator(ds, 8, seed=2)] for _ in range(18))]
+    with MultiprocessIterator(ds, 8, seed=2, n_processes=2, converter=converter) as it:
+        # Batches dropped at once free their blocks, which are lent again and
+        # gathered into; the last ones are held while more arrive.
+        got, held = [], []
+        for k in range(18):
+            batch = next(it)
+            columns = _arrays(batch if converter else concat_examples(batch))
+            got.append([c.copy() for c in columns])
+            if k >= 14:
+                held.append((columns, got[-1]))
+        for _ in range(10):
+            next(it)
+        for columns, copies in held:
+            for a, b in zip(columns, copies):
+                np.testing.assert_array_equal(a, b)
+    for a, b in zip(got, want):
+        for u, v in zip(a, _arrays(b)):
+            np.testing.assert_array_equal(u, v)
+
+
+def _arrays(batch) -> list:
+    if isinstance(batch, dict):
+        return list(batch.values())
+    return list(batch) if isinstance(batch, tuple) else [batch]
