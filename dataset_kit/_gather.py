@@ -55,9 +55,10 @@ def install(arena: Arena | None) -> Arena | None:
 
 def take_rows(array: np.ndarray, indices: np.ndarray) -> np.ndarray:
     """Return ``array[indices]``: the rows at an integer index array, as numpy gives them."""
+    if not (indices.ndim == 1 and indices.dtype.kind in "iu" and array.ndim >= 1):
+        return array[indices]
     arena = getattr(_local, "arena", None)
-    if arena is not None and not array.dtype.hasobject and indices.ndim == 1 \
-            and indices.dtype.kind in "iu" and array.ndim >= 1 \
+    if arena is not None and not array.dtype.hasobject \
             and (not len(indices) or (indices.min() >= 0 and indices.max() < len(array))):
         out = arena.allocate((len(indices),) + array.shape[1:], array.dtype)
         if out is not None:
@@ -65,4 +66,6 @@ def take_rows(array: np.ndarray, indices: np.ndarray) -> np.ndarray:
             # would gather into a temporary first.
             np.take(array, indices, axis=0, out=out, mode="clip")
             return out
-    return array[indices]
+    # The same rows as array[indices] (negative indices and IndexError
+    # included), gathered by a faster loop than fancy indexing's.
+    return np.take(array, indices, axis=0)
