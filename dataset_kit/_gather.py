@@ -64,8 +64,8 @@ def take_rows(array: np.ndarray, indices: np.ndarray) -> np.ndarray:
         if out is not None:
             # mode="clip": the indices are checked already, and "raise"
             # would gather into a temporary first.
-            np.take(array, indices, axis=0, out=out, mode="clip")
+            array.take(indices, axis=0, out=out, mode="clip")
             return out
     # The same rows as array[indices] (negative indices and IndexError
     # included), gathered by a faster loop than fancy indexing's.
-    return np.take(array, indices, axis=0)
+    return array.take(indices, axis=0)
