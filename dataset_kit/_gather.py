@@ -15,6 +15,9 @@ import numpy as np
 
 ALIGN = 64  # bytes; every array in a block starts on such a boundary
 _local = threading.local()
+# Whether any thread of this process ever installed an arena (only worker
+# processes do): elsewhere take_rows skips the thread-local lookup.
+_arenas_used = False
 
 
 class Arena:
@@ -48,8 +51,10 @@ class Arena:
 
 def install(arena: Arena | None) -> Arena | None:
     """Make ``arena`` this thread's destination for gathers; return the previous one."""
+    global _arenas_used
     previous = getattr(_local, "arena", None)
     _local.arena = arena
+    _arenas_used = _arenas_used or arena is not None
     return previous
 
 
@@ -57,7 +62,7 @@ def take_rows(array: np.ndarray, indices: np.ndarray) -> np.ndarray:
     """Return ``array[indices]``: the rows at an integer index array, as numpy gives them."""
     if not (indices.ndim == 1 and indices.dtype.kind in "iu" and array.ndim >= 1):
         return array[indices]
-    arena = getattr(_local, "arena", None)
+    arena = getattr(_local, "arena", None) if _arenas_used else None
     if arena is not None and not array.dtype.hasobject \
             and (not len(indices) or (indices.min() >= 0 and indices.max() < len(array))):
         out = arena.allocate((len(indices),) + array.shape[1:], array.dtype)

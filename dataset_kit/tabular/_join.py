@@ -43,8 +43,10 @@ class Join(TabularDataset):
 
     def get_examples(self, indices: Any, key_indices: tuple[int, ...] | None) -> tuple:
         if key_indices is None:
-            return tuple(column for dataset in self._datasets
-                         for column in dataset.get_examples(indices, None))
+            columns: list = []
+            for dataset in self._datasets:
+                columns.extend(dataset.get_examples(indices, None))
+            return tuple(columns)
         wanted: dict[int, list[int]] = {}  # dataset -> its columns, first-asked order
         for key_index in key_indices:
             d, k = self._where[key_index]
@@ -62,4 +64,7 @@ class Join(TabularDataset):
 
     @property
     def array_rows(self) -> bool:  # type: ignore[override]
-        return all(d.array_rows for d in self._datasets)
+        array_rows = self.__dict__.get("_array_rows")
+        if array_rows is None:  # fixed once built: the inner datasets do not change
+            array_rows = self._array_rows = all(d.array_rows for d in self._datasets)
+        return array_rows

@@ -92,8 +92,9 @@ class _Stored(TabularDataset):
     def get_examples(self, indices: Any, key_indices: tuple[int, ...] | None) -> tuple:
         values = self._values
         if indices is not None:
-            rows = None if isinstance(indices, slice) else np.asarray(indices)
-            if isinstance(values, np.ndarray) and rows is not None and rows.dtype.kind in "iu":
+            rows = indices if isinstance(indices, (np.ndarray, slice)) else np.asarray(indices)
+            if isinstance(values, np.ndarray) and not isinstance(rows, slice) \
+                    and rows.dtype.kind in "iu":
                 values = take_rows(values, rows)
             elif isinstance(values, np.ndarray) or isinstance(indices, slice):
                 values = values[indices]

@@ -177,7 +177,12 @@ class TabularDataset(DatasetMixin):
             arrays, else a list of examples.
         """
         columns = self.get_examples(indices if self.array_rows else indices.tolist(), None)
-        if columns and all(isinstance(c, np.ndarray) and c.ndim >= 1 for c in columns):
+        stacked = bool(columns)
+        for column in columns:
+            if not (isinstance(column, np.ndarray) and column.ndim >= 1):
+                stacked = False
+                break
+        if stacked:
             return ExampleBatch._trusted(self._in_mode(tuple(columns)), len(indices))
         if not columns:
             return [self._in_mode(()) for _ in range(len(indices))]
