@@ -65,7 +65,7 @@ def cpu_bound() -> dict[str, float]:
     """Examples/s: serial, the default multiprocess path (lists, concat_examples in the
     main process) and the fused one (concat_examples in the workers)."""
     dataset = CpuBound(4096, calibrate_rounds())
-    batches = 60
+    batches = 100
     serial = SerialIterator(dataset, 32, seed=0)
     default = MultiprocessIterator(dataset, 32, seed=0, n_processes=2)
     fused = MultiprocessIterator(dataset, 32, seed=0, n_processes=2, converter=concat_examples)
