@@ -1,6 +1,6 @@
 """dataset_kit: datasets, iterators and converters that feed training loops."""
 
-from dataset_kit import datasets, distributed, io, iterators, loader, serializers, tabular
+from dataset_kit import datasets, distributed, io, iterators, loader, serializers, sources, tabular
 from dataset_kit._example_context import example_rng
 from dataset_kit.batch import ExampleBatch
 from dataset_kit.convert import concat_examples, to_device
@@ -43,6 +43,7 @@ __all__ = [
     "iterators",
     "loader",
     "serializers",
+    "sources",
     "set_dataset_root",
     "tabular",
     "TabularDataset",

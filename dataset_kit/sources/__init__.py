@@ -1,0 +1,49 @@
+"""NNabla's data sources and data iterators, on dataset_kit's datasets and engine.
+
+A :class:`DataSource` is a dataset (any iterator can consume it); a
+:class:`DataIterator` is the engine with NNabla's names, epoch callbacks and
+``slice``; the caches keep NNabla's file layout (:mod:`.file_cache`) and add
+atomic writes, crash detection and a lock.
+"""
+
+from dataset_kit.sources.csv_source import CsvDataSource
+from dataset_kit.sources.data_iterator import (
+    DataIterator,
+    data_iterator,
+    data_iterator_cache,
+    data_iterator_concat_datasets,
+    data_iterator_csv_dataset,
+    data_iterator_simple,
+    slice_bounds,
+)
+from dataset_kit.sources.data_source import (
+    ConcatDataSource,
+    DataSource,
+    DataSourceWithMemoryCache,
+    SimpleDataSource,
+    SlicedDataSource,
+)
+from dataset_kit.sources.file_cache import (
+    CacheDataSource,
+    CacheFormatError,
+    DataSourceWithFileCache,
+)
+
+__all__ = [
+    "CacheDataSource",
+    "CacheFormatError",
+    "ConcatDataSource",
+    "CsvDataSource",
+    "DataIterator",
+    "DataSource",
+    "DataSourceWithFileCache",
+    "DataSourceWithMemoryCache",
+    "SimpleDataSource",
+    "SlicedDataSource",
+    "data_iterator",
+    "data_iterator_cache",
+    "data_iterator_concat_datasets",
+    "data_iterator_csv_dataset",
+    "data_iterator_simple",
+    "slice_bounds",
+]

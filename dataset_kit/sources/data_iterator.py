@@ -1,0 +1,352 @@
+"""NNabla's DataIterator and its factories, on dataset_kit's engine.
+
+========================  ===================================================
+NNabla                    here
+========================  ===================================================
+``DataIterator``          an :class:`~dataset_kit.iterators._engine.Engine` over
+                          the source (``last_batch='discard'``), batches
+                          stacked by :func:`~dataset_kit.concat_examples`
+``size``                  ``source.size // batch_size * batch_size``: each
+                          epoch visits that many examples of its order
+``use_thread=True``       a thread builds the next batch ahead
+``n_processes=N``         (beyond NNabla) N worker processes build batches
+``stop_exhausted=True``   one epoch, then ``StopIteration``
+``rng``                   the source's ``RandomState`` seeds the shuffle
+========================  ===================================================
+
+Epoch callbacks, exactly: when :meth:`DataIterator.next` produces the last
+batch of epoch ``e``, it calls every epoch-end callback with ``e``, then
+every epoch-begin callback with ``e + 1``, and then returns the batch (so
+:attr:`DataIterator.epoch` is already ``e + 1``). No callback runs at
+construction or for epoch 0's beginning, as in NNabla.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from dataset_kit._checks import positive_int
+from dataset_kit.convert import concat_examples
+from dataset_kit.iterators._engine import Engine
+from dataset_kit.iterators._executors import ProcessExecutor, SerialExecutor, ThreadExecutor
+from dataset_kit.sources.csv_source import CsvDataSource
+from dataset_kit.sources.data_source import (
+    ConcatDataSource,
+    DataSource,
+    DataSourceWithMemoryCache,
+    SimpleDataSource,
+    SlicedDataSource,
+)
+from dataset_kit.sources.file_cache import CacheDataSource, DataSourceWithFileCache
+
+Callback = Callable[[int], Any]
+
+
+def _seed_of(rng: Any) -> int:
+    """A seed drawn from a RandomState (NNabla's rng), so the same rng gives the same orders."""
+    return int(rng.randint(0, 2**63 - 1, dtype=np.int64))
+
+
+class DataIterator:
+    """Batches of a data source: tuples of stacked arrays in ``variables`` order.
+
+    Args:
+        data_source: a :class:`~dataset_kit.sources.DataSource`.
+        batch_size: examples per batch.
+        rng: a RandomState for the shuffle's seed; the source's when None.
+        use_thread: build the next batch ahead on a thread.
+        epoch_begin_callbacks: called with the new epoch's index (see the module).
+        epoch_end_callbacks: called with the finished epoch's index.
+        stop_exhausted: stop after one epoch instead of repeating.
+        n_processes: build batches in this many worker processes instead.
+
+    Raises:
+        TypeError: if ``data_source`` is not a DataSource, or a callback is not callable.
+        ValueError: if ``batch_size`` is not positive or the source has no
+            full batch (and ``stop_exhausted`` is False).
+    """
+
+    def __init__(self, data_source: DataSource, batch_size: int, rng: Any = None,
+                 use_thread: bool = True, epoch_begin_callbacks: Sequence[Callback] = (),
+                 epoch_end_callbacks: Sequence[Callback] = (), stop_exhausted: bool = False,
+                 n_processes: int | None = None) -> None:
+        if not isinstance(data_source, DataSource):
+            raise TypeError(f"data_source must be a DataSource, got {type(data_source).__name__}")
+        self._batch_size = positive_int("batch_size", batch_size)
+        self._data_source = data_source
+        self._size = data_source.size // self._batch_size * self._batch_size
+        if self._size == 0 and not stop_exhausted:
+            raise ValueError(f"a data source of {data_source.size} examples has no full batch "
+                             f"of batch_size={batch_size}")
+        self._begin: list[Callback] = []
+        self._end: list[Callback] = []
+        for fn in epoch_begin_callbacks:
+            self.register_epoch_begin_callback(fn)
+        for fn in epoch_end_callbacks:
+            self.register_epoch_end_callback(fn)
+        self._use_thread = bool(use_thread)
+        self._n_processes = None if n_processes is None else positive_int("n_processes",
+                                                                          n_processes)
+        if self._n_processes is not None:
+            executor: Any = ProcessExecutor(data_source, n_workers=self._n_processes,
+                                            converter=concat_examples)
+        elif self._use_thread:
+            executor = ThreadExecutor(data_source, 1, concat_examples, depth=1)
+        else:
+            executor = SerialExecutor(data_source, concat_examples)
+        self._engine = Engine(data_source, batch_size=self._batch_size,
+                              repeat=not stop_exhausted, shuffle=data_source.shuffle,
+                              seed=_seed_of(data_source._rng if rng is None else rng),
+                              last_batch="discard", executor=executor)
+
+    # -- NNabla's attributes -------------------------------------------------
+
+    @property
+    def epoch(self) -> int:
+        """Completed epochs."""
+        return self._engine.position.epoch
+
+    @property
+    def position(self) -> int:
+        """Examples of the current epoch already returned."""
+        return self._engine.position.current_position
+
+    @property
+    def size(self) -> int:
+        """Examples per epoch: the largest multiple of ``batch_size`` not above the source's size."""
+        return self._size
+
+    @property
+    def variables(self) -> tuple[str, ...]:
+        """The names of the arrays :meth:`next` returns, in order."""
+        return self._data_source.variables
+
+    @property
+    def batch_size(self) -> int:
+        """Examples per batch."""
+        return self._batch_size
+
+    def register_epoch_begin_callback(self, callback: Callback) -> None:
+        """Call ``callback(epoch)`` when an epoch begins (after the previous one's last batch).
+
+        Raises:
+            TypeError: if ``callback`` is not callable.
+        """
+        self._begin.append(_callable("callback", callback))
+
+    def register_epoch_end_callback(self, callback: Callback) -> None:
+        """Call ``callback(epoch)`` when an epoch's last batch has been produced.
+
+        Raises:
+            TypeError: if ``callback`` is not callable.
+        """
+        self._end.append(_callable("callback", callback))
+
+    # -- batches -------------------------------------------------------------
+
+    def next(self) -> tuple:
+        """Return the next batch: one stacked array per variable.
+
+        Raises:
+            StopIteration: with ``stop_exhausted``, after the epoch.
+        """
+        batch = self._engine.next()
+        if self._engine.position.is_new_epoch:
+            finished = self._engine.position.epoch - 1
+            for fn in self._end:
+                fn(finished)
+            for fn in self._begin:
+                fn(finished + 1)
+        return tuple(batch) if isinstance(batch, (tuple, list)) else (batch,)
+
+    __next__ = next
+
+    def __iter__(self) -> DataIterator:
+        return self
+
+    # -- beyond NNabla: checkpoints -------------------------------------------
+
+    def state_dict(self) -> dict:
+        """Return the iterator's state (the engine's, JSON-ready)."""
+        return self._engine.state_dict()
+
+    def load_state_dict(self, state: dict) -> None:
+        """Continue from a state of :meth:`state_dict`; no callback runs.
+
+        Raises:
+            ValueError: if the state does not fit this iterator.
+        """
+        self._engine.load_state_dict(state)
+
+    # -- slices --------------------------------------------------------------
+
+    def slice(self, rng: Any, num_of_slices: int | None = None, slice_pos: int | None = None,
+              slice_start: int | None = None, slice_end: int | None = None,
+              cache_dir: str | None = None, use_cache: bool = False,
+              drop_last: bool = False) -> DataIterator:
+        """Return an iterator over one slice of this one's examples (NNabla's bounds).
+
+        Either ``num_of_slices`` and ``slice_pos`` (slice ``slice_pos`` of
+        ``num_of_slices``, over :attr:`size` examples in the source's index
+        order) or ``slice_start`` and ``slice_end``. NNabla's bounds: each
+        slice has ``ceil(size / num_of_slices)`` examples and the last one is
+        moved back to end at ``size`` (so when ``num_of_slices`` does not
+        divide ``size``, neighbouring slices share a few examples); with
+        ``drop_last``, ``size // num_of_slices`` examples each. When it
+        divides, the slices partition the examples exactly.
+
+        ``use_cache`` wraps the slice in a memory cache, and in a file cache
+        when ``cache_dir`` is given or a file cache is under this iterator
+        (in a sub-folder ``cache_sliced_<start>_<end>`` of its directory, so
+        each cache directory stays one complete cache).
+
+        Raises:
+            ValueError: for any other combination of the four arguments, or
+                bounds outside ``[0, size]`` (naming the arguments and values).
+        """
+        by_position = num_of_slices is not None and slice_pos is not None
+        by_range = slice_start is not None and slice_end is not None
+        if by_position == by_range or (by_position and (slice_start, slice_end) != (None, None)) \
+                or (by_range and (num_of_slices, slice_pos) != (None, None)):
+            raise ValueError(
+                "pass num_of_slices with slice_pos, or slice_start with slice_end; got "
+                f"num_of_slices={num_of_slices!r}, slice_pos={slice_pos!r}, "
+                f"slice_start={slice_start!r}, slice_end={slice_end!r}")
+        if by_position:
+            num_of_slices = positive_int("num_of_slices", num_of_slices)
+            if not (isinstance(slice_pos, int) and 0 <= slice_pos < num_of_slices):
+                raise ValueError(f"slice_pos must be in [0, {num_of_slices}), got {slice_pos!r}")
+            slice_start, slice_end = slice_bounds(self._size, num_of_slices, slice_pos, drop_last)
+        source: DataSource = SlicedDataSource(self._data_source, self._data_source.shuffle,
+                                              slice_start=slice_start, slice_end=slice_end)
+        if use_cache:
+            cache_dir = cache_dir if cache_dir is not None else _file_cache_dir(self._data_source)
+            if cache_dir is not None:
+                source = DataSourceWithFileCache(
+                    source, os.path.join(cache_dir, f"cache_sliced_{slice_start:08d}_"
+                                                    f"{slice_end:08d}"),
+                    cache_file_name_prefix=f"cache_sliced_{slice_start:08d}_{slice_end:08d}",
+                    shuffle=self._data_source.shuffle, rng=rng)
+            source = DataSourceWithMemoryCache(source, shuffle=self._data_source.shuffle, rng=rng)
+        return DataIterator(source, self._batch_size, rng=rng, use_thread=self._use_thread,
+                            n_processes=self._n_processes)
+
+    # -- lifetime ------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop threads and processes, and close the source (removing a temporary cache)."""
+        self._engine.close()
+        self._data_source.close()
+
+    def __enter__(self) -> DataIterator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def slice_bounds(size: int, num_of_slices: int, slice_pos: int,
+                 drop_last: bool = False) -> tuple[int, int]:
+    """Return NNabla's ``(slice_start, slice_end)`` of slice ``slice_pos`` of ``num_of_slices``."""
+    if drop_last:
+        length = size // num_of_slices
+        start = length * slice_pos
+        return start, start + length
+    length = -(-size // num_of_slices)
+    start = (length * slice_pos) % size if size else 0
+    end = start + length
+    if end > size:
+        start, end = start - (end - size), size
+    return start, end
+
+
+def _file_cache_dir(source: Any) -> str | None:
+    """The directory of a file cache somewhere under ``source``, if there is one."""
+    while source is not None:
+        if isinstance(source, DataSourceWithFileCache):
+            return source.cache_dir
+        source = getattr(source, "_data_source", None)
+    return None
+
+
+def _callable(name: str, fn: Any) -> Any:
+    if not callable(fn):
+        raise TypeError(f"{name} must be callable, got {type(fn).__name__}")
+    return fn
+
+
+# -- the factories (NNabla's signatures and defaults) --------------------------------
+
+def data_iterator(data_source: DataSource, batch_size: int, rng: Any = None,
+                  with_memory_cache: bool = True, with_file_cache: bool = False,
+                  cache_dir: str | None = None, epoch_begin_callbacks: Sequence[Callback] = (),
+                  epoch_end_callbacks: Sequence[Callback] = (), *, use_thread: bool = True,
+                  stop_exhausted: bool = False, n_processes: int | None = None) -> DataIterator:
+    """Wrap ``data_source`` in the caches asked for and return its :class:`DataIterator`.
+
+    The file cache (in ``cache_dir``, or a temporary directory removed when
+    the iterator is closed) comes first, the memory cache (float32, NNabla's)
+    over it.
+    """
+    source = data_source
+    if with_file_cache:
+        source = DataSourceWithFileCache(source, cache_dir, shuffle=data_source.shuffle, rng=rng)
+    if with_memory_cache:
+        source = DataSourceWithMemoryCache(source, shuffle=data_source.shuffle, rng=rng)
+    return DataIterator(source, batch_size, rng=rng, use_thread=use_thread,
+                        epoch_begin_callbacks=epoch_begin_callbacks,
+                        epoch_end_callbacks=epoch_end_callbacks, stop_exhausted=stop_exhausted,
+                        n_processes=n_processes)
+
+
+def data_iterator_simple(load_func: Callable[[int], Sequence[Any]], num_examples: int,
+                         batch_size: int, shuffle: bool = False, rng: Any = None,
+                         with_memory_cache: bool = True, with_file_cache: bool = True,
+                         cache_dir: str | None = None,
+                         epoch_begin_callbacks: Sequence[Callback] = (),
+                         epoch_end_callbacks: Sequence[Callback] = (), **options: Any
+                         ) -> DataIterator:
+    """Batches of ``load_func(i)`` for ``i`` in ``range(num_examples)`` (NNabla's)."""
+    return data_iterator(SimpleDataSource(load_func, num_examples, shuffle=shuffle, rng=rng),
+                         batch_size, rng, with_memory_cache, with_file_cache, cache_dir,
+                         epoch_begin_callbacks, epoch_end_callbacks, **options)
+
+
+def data_iterator_csv_dataset(uri: str, batch_size: int, shuffle: bool = False, rng: Any = None,
+                              normalize: bool = True, with_memory_cache: bool = True,
+                              with_file_cache: bool = True, cache_dir: str | None = None,
+                              epoch_begin_callbacks: Sequence[Callback] = (),
+                              epoch_end_callbacks: Sequence[Callback] = (), **options: Any
+                              ) -> DataIterator:
+    """Batches of a CSV dataset file (see :mod:`dataset_kit.sources.csv_source`)."""
+    source = CsvDataSource(uri, shuffle=shuffle, rng=rng, normalize=normalize)
+    return data_iterator(source, batch_size, rng, with_memory_cache, with_file_cache, cache_dir,
+                         epoch_begin_callbacks, epoch_end_callbacks, **options)
+
+
+def data_iterator_cache(uri: str, batch_size: int, shuffle: bool = False, rng: Any = None,
+                        normalize: bool = True, with_memory_cache: bool = True,
+                        epoch_begin_callbacks: Sequence[Callback] = (),
+                        epoch_end_callbacks: Sequence[Callback] = (), **options: Any
+                        ) -> DataIterator:
+    """Batches of a cache directory (see :mod:`dataset_kit.sources.file_cache`)."""
+    source = CacheDataSource(uri, shuffle=shuffle, rng=rng, normalize=normalize)
+    return data_iterator(source, batch_size, rng, with_memory_cache, False, None,
+                         epoch_begin_callbacks, epoch_end_callbacks, **options)
+
+
+def data_iterator_concat_datasets(data_source_list: Sequence[DataSource], batch_size: int,
+                                  shuffle: bool = False, rng: Any = None,
+                                  with_memory_cache: bool = True, with_file_cache: bool = False,
+                                  cache_dir: str | None = None,
+                                  epoch_begin_callbacks: Sequence[Callback] = (),
+                                  epoch_end_callbacks: Sequence[Callback] = (), **options: Any
+                                  ) -> DataIterator:
+    """Batches of several sources one after another (NNabla's ``ConcatDataSource``)."""
+    source = ConcatDataSource(data_source_list, shuffle=shuffle, rng=rng)
+    return data_iterator(source, batch_size, rng, with_memory_cache, with_file_cache, cache_dir,
+                         epoch_begin_callbacks, epoch_end_callbacks, **options)
