@@ -95,7 +95,7 @@ class DataIterator:
             executor: Any = ProcessExecutor(data_source, n_workers=self._n_processes,
                                             converter=concat_examples)
         elif self._use_thread:
-            executor = ThreadExecutor(data_source, 1, concat_examples, depth=1)
+            executor = ThreadExecutor(data_source, 1, concat_examples, depth=2)
         else:
             executor = SerialExecutor(data_source, concat_examples)
         self._engine = Engine(data_source, batch_size=self._batch_size,
