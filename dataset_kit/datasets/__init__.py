@@ -1,6 +1,12 @@
 """Ready datasets and dataset combinators."""
 
 from dataset_kit.datasets.array_dataset import ArrayDataset, SimpleDataset
+from dataset_kit.datasets.cifar import (
+    get_cifar10,
+    get_cifar10_labels,
+    get_cifar100,
+    get_cifar100_labels,
+)
 from dataset_kit.datasets.concatenated_dataset import ConcatenatedDataset
 from dataset_kit.datasets.csv_dataset import CSVArrayDataset
 from dataset_kit.datasets.image_folder import ImageFolderDataset
@@ -24,7 +30,9 @@ from dataset_kit.datasets.pickle_dataset import (
     open_pickle_dataset,
     open_pickle_dataset_writer,
 )
+from dataset_kit.datasets.ptb import get_ptb_words, get_ptb_words_vocabulary
 from dataset_kit.datasets.record_dataset import ImageRecordDataset, RecordFileDataset
+from dataset_kit.datasets.svhn import get_svhn
 from dataset_kit.datasets.text_dataset import TextDataset
 from dataset_kit.datasets.sub_dataset import (
     SubDataset,
@@ -51,11 +59,18 @@ __all__ = [
     "PickleDataset",
     "PickleDatasetWriter",
     "TextDataset",
+    "get_cifar10",
+    "get_cifar10_labels",
+    "get_cifar100",
+    "get_cifar100_labels",
     "get_fashion_mnist",
     "get_fashion_mnist_labels",
     "get_kuzushiji_mnist",
     "get_kuzushiji_mnist_labels",
     "get_mnist",
+    "get_ptb_words",
+    "get_ptb_words_vocabulary",
+    "get_svhn",
     "open_pickle_dataset",
     "open_pickle_dataset_writer",
     "ArrayDataset",

@@ -1,13 +1,18 @@
-"""Fetching an upstream file from a list of mirrors, checked against its pinned sha256.
+"""Fetching an upstream file from a list of mirrors, checked against its pinned checksum.
 
 A user's mirrors come first: the ``mirrors`` argument of a loader, then
 ``DATASET_KIT_MIRRORS`` (base URLs separated by spaces or commas); each base
 URL is tried with the file's name appended. A file that arrives with another
-sha256 is never cached, and the next mirror is tried.
+checksum is not kept, and the next mirror is tried.
+
+A checksum is a sha256 (64 hex digits), or ``"md5:<32 hex digits>"`` for the
+few upstream files whose only published checksum is an MD5: such a file is
+downloaded, hashed, and removed from the cache again if it does not match.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections.abc import Sequence
@@ -24,9 +29,15 @@ def candidates(name: str, upstream: Sequence[str], mirrors: Sequence[str] | None
     return [base.rstrip("/") + "/" + name for base in own] + list(upstream)
 
 
-def fetch(name: str, sha256: str, upstream: Sequence[str],
+def fetch(name: str, checksum: str, upstream: Sequence[str],
           mirrors: Sequence[str] | None = None) -> str:
     """Return the cached path of ``name``, downloaded from the first mirror that has it right.
+
+    Args:
+        name: the file's name (appended to each mirror's base URL).
+        checksum: its sha256, or ``"md5:<hex>"``.
+        upstream: the upstream URLs, tried after the user's mirrors.
+        mirrors: the user's base URLs, tried first.
 
     Raises:
         HashMismatchError: if every mirror failed and one served the wrong bytes
@@ -36,7 +47,9 @@ def fetch(name: str, sha256: str, upstream: Sequence[str],
     errors = []
     for url in candidates(name, upstream, mirrors):
         try:
-            return cached_download(url, sha256=sha256, retries=1)
+            if checksum.startswith("md5:"):
+                return _fetch_md5(url, checksum[4:].lower())
+            return cached_download(url, sha256=checksum, retries=1)
         except (HashMismatchError, DownloadError, OSError) as error:
             errors.append(error)  # try the next mirror; report after the last
     mismatches = [e for e in errors if isinstance(e, HashMismatchError)]
@@ -44,3 +57,16 @@ def fetch(name: str, sha256: str, upstream: Sequence[str],
         raise HashMismatchError(f"{name}: {mismatches[0]}")
     raise DownloadError(f"{name} could not be downloaded from any mirror: "
                         + "; ".join(str(e) for e in errors))
+
+
+def _fetch_md5(url: str, md5: str) -> str:
+    path = cached_download(url, retries=1)
+    digest = hashlib.md5(usedforsecurity=False)
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    if digest.hexdigest() != md5:
+        os.remove(path)
+        raise HashMismatchError(f"{url}: expected md5 {md5}, got {digest.hexdigest()}; the "
+                                f"file was not kept")
+    return path
