@@ -72,7 +72,7 @@ def cpu_bound() -> dict[str, float]:
     consume(serial, 1)
     consume(default, 2)  # workers started and warm
     consume(fused, 2)
-    t = best_of(3, serial=lambda: consume(serial, batches),
+    t = best_of(5, serial=lambda: consume(serial, batches),
                 default=lambda: consume(default, batches),
                 fused=lambda: consume(fused, batches))
     default.finalize()

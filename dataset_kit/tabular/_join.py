@@ -39,7 +39,10 @@ class Join(TabularDataset):
 
     @property
     def mode(self) -> Any:
-        return next((d.mode for d in self._datasets if d.mode), tuple)
+        mode = self.__dict__.get("_mode")
+        if mode is None:  # fixed once built, like array_rows
+            mode = self._mode = next((d.mode for d in self._datasets if d.mode), tuple)
+        return mode
 
     def get_examples(self, indices: Any, key_indices: tuple[int, ...] | None) -> tuple:
         if key_indices is None:
