@@ -42,7 +42,9 @@ from dataset_kit.sources.data_source import DataSource
 CHUNK_SIZE = 100  # NNabla's data_source_file_cache_size
 INDEX_FILE, INFO_FILE = "cache_index.csv", "cache_info.csv"
 LOADER_THREADS = 10  # NNabla's data_source_file_cache_num_of_threads
-_OPEN_CHUNKS = 8
+# Memory maps kept open: a shuffled epoch touches every chunk in every batch, and
+# an open map costs address space only (its pages are the page cache's).
+_OPEN_CHUNKS = 1024
 
 
 class CacheFormatError(ValueError):
