@@ -6,6 +6,7 @@ A :class:`DataSource` is a dataset (any iterator can consume it); a
 atomic writes, crash detection and a lock.
 """
 
+from dataset_kit.sources.cache_reader import CacheDataSource, CacheFormatError
 from dataset_kit.sources.csv_source import CsvDataSource
 from dataset_kit.sources.data_iterator import (
     DataIterator,
@@ -23,11 +24,7 @@ from dataset_kit.sources.data_source import (
     SimpleDataSource,
     SlicedDataSource,
 )
-from dataset_kit.sources.file_cache import (
-    CacheDataSource,
-    CacheFormatError,
-    DataSourceWithFileCache,
-)
+from dataset_kit.sources.file_cache import DataSourceWithFileCache
 
 __all__ = [
     "CacheDataSource",

@@ -41,7 +41,8 @@ from dataset_kit.sources.data_source import (
     SimpleDataSource,
     SlicedDataSource,
 )
-from dataset_kit.sources.file_cache import CacheDataSource, DataSourceWithFileCache
+from dataset_kit.sources.cache_reader import CacheDataSource
+from dataset_kit.sources.file_cache import DataSourceWithFileCache
 
 Callback = Callable[[int], Any]
 
@@ -163,7 +164,8 @@ class DataIterator:
                 fn(finished + 1)
         return tuple(batch) if isinstance(batch, (tuple, list)) else (batch,)
 
-    __next__ = next
+    def __next__(self) -> tuple:
+        return self.next()
 
     def __iter__(self) -> DataIterator:
         return self
