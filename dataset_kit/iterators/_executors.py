@@ -20,8 +20,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from dataset_kit.batch import ExampleBatch
 from dataset_kit.dataset import builds_one_by_one
+from dataset_kit.iterators import _shm
 from dataset_kit.iterators._fetch import fetch_batch
 from concurrent.futures import TimeoutError as FutureTimeout
 
@@ -249,7 +249,7 @@ class ProcessExecutor(_Closable):
                     and len(plan.indices) >= 2 * n \
                     and builds_one_by_one(self._options["dataset"]):
                 parts = [self._submit_one(pool, part, seed) for part in _split(plan, n)]
-                return ("split", parts, plan, seed)
+                return ("split", parts)
             return self._submit_one(pool, plan, seed)
         except BaseException as error:
             self._fail(error)
@@ -263,10 +263,7 @@ class ProcessExecutor(_Closable):
     def collect(self, handle: tuple) -> Any:
         if handle[0] != "split":
             return self._collect_one(handle)
-        _, parts, plan, seed = handle
-        joined = _join([self._collect_one(part) for part in parts])
-        # A dataset whose batches cannot be joined is fetched here, whole.
-        return fetch_batch(self._options["dataset"], plan, seed) if joined is None else joined
+        return _join([self._collect_one(part) for part in handle[1]])
 
     def _collect_one(self, handle: tuple) -> Any:
         task_id, worker = handle
@@ -325,15 +322,13 @@ def _split(plan: BatchPlan, parts: int) -> list[BatchPlan]:
 
 
 def _join(parts: list) -> Any:
-    """Join the batches of a split plan, or return None if they are of no joinable kind."""
-    if all(type(part) is list for part in parts):
-        return [example for part in parts for example in part]
-    if all(isinstance(part, ExampleBatch) for part in parts):
-        first = parts[0].columns
-        if isinstance(first, np.ndarray):
-            return ExampleBatch(np.concatenate([p.columns for p in parts]))
-        if isinstance(first, tuple):
-            return ExampleBatch(tuple(np.concatenate(c) for c in zip(*(p.columns
-                                                                      for p in parts))))
-        return ExampleBatch({k: np.concatenate([p.columns[k] for p in parts]) for k in first})
-    return None
+    """Join the batches of a split plan into what one worker would have delivered.
+
+    The examples are put back in order and laid out the way a worker lays out
+    a whole batch: stacked columns when they are uniform across every part
+    (each part may have been uniform on its own, with other shapes), a list
+    otherwise.
+    """
+    examples = [example for part in parts for example in part]
+    uniform = _shm.uniform_columns(examples)
+    return examples if uniform is None else _shm.stacked_batch(*uniform)

@@ -102,3 +102,19 @@ def test_the_split_first_batch_and_the_rest_equal_serial(batch, workers, seed, s
         got = _take(it, 4)
     for a, b in zip(got, expected):
         _same(a, b)
+
+
+class ShapeChangesMidBatch(Images):
+    """Each half of the first batch is uniform on its own, but with another shape."""
+
+    def get_example(self, i):
+        return np.full(3 if i < 4 else 4, i, np.float32), np.int32(i)
+
+
+def test_a_split_first_batch_whose_halves_differ_in_shape_equals_serial():
+    expected = _take(SerialIterator(ShapeChangesMidBatch(), 8, shuffle=False), 3)
+    with MultiprocessIterator(ShapeChangesMidBatch(), 8, shuffle=False, n_processes=2) as it:
+        got = _take(it, 3)
+    assert type(got[0]) is list  # ragged across the batch: a list, as one worker gives
+    for a, b in zip(got, expected):
+        _same(a, b)
