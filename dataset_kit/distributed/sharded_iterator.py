@@ -11,7 +11,6 @@ on any number of ranks (elastic resume).
 from __future__ import annotations
 
 import json
-import multiprocessing
 from typing import Any, Callable
 
 import numpy as np
@@ -22,7 +21,12 @@ from dataset_kit.distributed._shards import SHARD_POLICIES, global_order, rank_s
 from dataset_kit.distributed.communicators import DistributedError, as_communicator
 from dataset_kit.iterators._chainer_api import ChainerIterator
 from dataset_kit.iterators._engine import Engine
-from dataset_kit.iterators._executors import ProcessExecutor, SerialExecutor, ThreadExecutor
+from dataset_kit.iterators._executors import (
+    ProcessExecutor,
+    SerialExecutor,
+    ThreadExecutor,
+    resolve_start_method,
+)
 from dataset_kit.iterators.order_samplers import OrderSampler, draw_seed
 
 STATE_FORMAT = "dataset_kit.sharded_iterator"
@@ -259,13 +263,9 @@ class ShardedIterator(ChainerIterator):
 def _executor(dataset: Any, n_processes: int | None, n_threads: int | None,
               converter: Any, start_method: str | None) -> Any:
     if n_processes is not None:
-        methods = multiprocessing.get_all_start_methods()
-        if start_method is None:
-            start_method = "fork" if "fork" in methods else methods[0]
-        elif start_method not in methods:
-            raise ValueError(f"start_method must be one of {methods}, got {start_method!r}")
         return ProcessExecutor(dataset, n_workers=positive_int("n_processes", n_processes),
-                               start_method=start_method, converter=converter)
+                               start_method=resolve_start_method(start_method),
+                               converter=converter)
     if n_threads is not None:
         return ThreadExecutor(dataset, positive_int("n_threads", n_threads), converter)
     return SerialExecutor(dataset, converter)

@@ -13,6 +13,7 @@ so the batches are identical whatever the executor.
 
 from __future__ import annotations
 
+import multiprocessing
 import weakref
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -310,6 +311,20 @@ class ProcessExecutor(_Closable):
         self.closed = True
         if self._finalizer is not None:
             self._finalizer()
+
+
+def resolve_start_method(start_method: str | None) -> str:
+    """Return ``start_method``, or the default ("fork" where available), checked.
+
+    Raises:
+        ValueError: if this platform has no such start method.
+    """
+    methods = multiprocessing.get_all_start_methods()
+    if start_method is None:
+        return "fork" if "fork" in methods else methods[0]
+    if start_method not in methods:
+        raise ValueError(f"start_method must be one of {methods}, got {start_method!r}")
+    return start_method
 
 
 def _split(plan: BatchPlan, parts: int) -> list[BatchPlan]:

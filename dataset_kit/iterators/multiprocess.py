@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 from collections.abc import Callable
 from typing import Any
@@ -10,7 +9,7 @@ from typing import Any
 from dataset_kit._checks import positive_int
 from dataset_kit.iterators._chainer_api import ChainerIterator
 from dataset_kit.iterators._engine import Engine
-from dataset_kit.iterators._executors import ProcessExecutor
+from dataset_kit.iterators._executors import ProcessExecutor, resolve_start_method
 from dataset_kit.iterators._process_pool import TimeoutWarning
 
 
@@ -94,11 +93,7 @@ class MultiprocessIterator(ChainerIterator):
                 f"got {dataset_timeout!r}")
         if maxtasksperchild is not None:
             positive_int("maxtasksperchild", maxtasksperchild)
-        methods = multiprocessing.get_all_start_methods()
-        if start_method is None:
-            start_method = "fork" if "fork" in methods else methods[0]
-        elif start_method not in methods:
-            raise ValueError(f"start_method must be one of {methods}, got {start_method!r}")
+        start_method = resolve_start_method(start_method)
         for name, fn in (("converter", converter), ("worker_init", worker_init)):
             if fn is not None and not callable(fn):
                 raise TypeError(f"{name} must be callable or None, got {type(fn).__name__}")
