@@ -135,11 +135,6 @@ class ShardedIterator(ChainerIterator):
         # global position, local position where its share begins).
         self._segment: tuple[int, int, int] | None = None
 
-    @property
-    def shuffle_seed(self) -> int:
-        """The seed every rank shares (rank 0's)."""
-        return self._engine.seed
-
     def __next__(self) -> Any:
         batch = self._engine.next()
         if self._engine.position.is_new_epoch:

@@ -44,7 +44,6 @@ class DataSource(DatasetMixin):
         self._size = 0
         self._variables: tuple[str, ...] | None = None
         self._position = 0
-        self._closed = False
 
     def _get_data(self, position: int) -> Sequence[Any]:
         raise NotImplementedError
@@ -90,7 +89,6 @@ class DataSource(DatasetMixin):
 
     def close(self) -> None:
         """Release what the source holds (files, temporary directories). Idempotent."""
-        self._closed = True
 
     def __enter__(self) -> DataSource:
         return self

@@ -128,11 +128,10 @@ class DataSourceWithFileCache(_ReadsCache):
                  rng: Any = None) -> None:
         super().__init__(shuffle=shuffle, rng=rng)
         self._data_source = data_source
-        self._temporary = cache_dir is None
         self._cache_dir = tempfile.mkdtemp(prefix="dataset_kit_cache_") if cache_dir is None \
             else os.path.abspath(os.fspath(cache_dir))
         self._remove = weakref.finalize(self, _remove_if_owner, self._cache_dir, os.getpid()) \
-            if self._temporary else None
+            if cache_dir is None else None
         write_cache(self._cache_dir, data_source, cache_file_name_prefix)
         self._open_reader(self._cache_dir)
 

@@ -160,7 +160,7 @@ def test_ranks_with_different_seeds_raise():
 
 def test_rank_zero_seed_is_shared():
     results = unwrap(run_ranks(3, lambda comm: ShardedIterator(
-        TupleDataset(np.arange(9)), 1, comm).shuffle_seed))
+        TupleDataset(np.arange(9)), 1, comm).seed))
     assert len(set(results)) == 1
 
 
