@@ -200,27 +200,67 @@ def _umask() -> int:
     return mask
 
 
-def remove_stale_parts(path: str | os.PathLike) -> None:
+def _writer_pid(part_name: str) -> int | None:
+    """The pid encoded in a staging name ``[.]<base>.<pid>-<hex>.part``, or None."""
+    stem = part_name[: -len(PART_SUFFIX)]
+    tail = stem.rsplit(".", 1)[-1]
+    pid, sep, token = tail.partition("-")
+    if not sep or not pid.isdigit() or not token:
+        return None
+    return int(pid)
+
+
+def pid_is_alive(pid: int) -> bool:
+    """Whether a process with this pid exists (on this machine, in this pid namespace)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists, owned by someone else
+        return True
+    return True
+
+
+def remove_stale_parts(path: str | os.PathLike, *, under_lock: bool = True) -> list[str]:
     """Remove temporary files and directories left for ``path`` by dead writers.
 
-    Call it only under :func:`lock_for` ``(path)``: a live writer would hold
-    the lock, so whatever is found then belongs to a process that died.
+    Args:
+        path: the published target whose staging leftovers to remove.
+        under_lock: True when the caller holds :func:`lock_for` ``(path)`` and
+            every writer of ``path`` takes that lock: whatever is found then
+            belongs to a process that died. False for targets whose writers
+            take no lock: only leftovers whose writer's pid (encoded in the
+            staging name) is no longer alive are removed.
+
+    Returns:
+        The paths that were removed.
     """
     directory, base = os.path.split(os.path.abspath(os.fspath(path)))
     try:
         names = os.listdir(directory)
     except FileNotFoundError:
-        return
+        return []
+    removed = []
     for name in names:
         # ".<base>.<pid>-<hex>.part" today; "<base>.<pid>-<hex>.part" from 0.1.
-        if name.endswith(PART_SUFFIX) and (name.startswith(f".{base}.")
-                                           or name.startswith(f"{base}.")):
-            stale = os.path.join(directory, name)
-            if os.path.isdir(stale):
-                shutil.rmtree(stale, ignore_errors=True)
-            else:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(stale)
+        if not (name.endswith(PART_SUFFIX) and (name.startswith(f".{base}.")
+                                                or name.startswith(f"{base}."))):
+            continue
+        if not under_lock:
+            pid = _writer_pid(name)
+            # A name without a pid cannot be judged: leave it to a locked cleanup.
+            if pid is None or pid == os.getpid() or pid_is_alive(pid):
+                continue
+        stale = os.path.join(directory, name)
+        if os.path.isdir(stale):
+            shutil.rmtree(stale, ignore_errors=True)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(stale)
+        removed.append(stale)
+    return removed
 
 
 class BackgroundFlush:

@@ -87,3 +87,25 @@ def test_processes_with_different_dataset_roots_exclude_each_other(tmp_path):
     assert len(creators) == 1
     assert set(answers) == {creators[0]}
     assert os.listdir(tmp_path / "shared") == ["x.txt"]
+
+
+def test_without_the_lock_only_parts_of_dead_pids_are_removed(tmp_path):
+    import subprocess
+    import sys
+    target = tmp_path / "f.bin"
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (tmp_path / f".f.bin.{dead.pid}-abcd.part").mkdir()
+        (tmp_path / f".f.bin.{live.pid}-abcd.part").mkdir()
+        (tmp_path / f".f.bin.{os.getpid()}-abcd.part").mkdir()
+        (tmp_path / ".f.bin.nopid.part").mkdir()
+        removed = _files.remove_stale_parts(target, under_lock=False)
+        assert removed == [str(tmp_path / f".f.bin.{dead.pid}-abcd.part")]
+        assert sorted(os.listdir(tmp_path)) == sorted([
+            f".f.bin.{live.pid}-abcd.part", f".f.bin.{os.getpid()}-abcd.part",
+            ".f.bin.nopid.part"])
+    finally:
+        live.kill()
+        live.wait()
