@@ -67,7 +67,6 @@ class WorkerConfig:
         n_workers: how many workers the pool has.
         payload: ``(dataset, converter, worker_init, max_tasks)``, pickled to
             bytes unless the worker is forked.
-        parent_pid: the main process, watched so an orphan exits.
         prefix: the name prefix of the iterator's shared-memory blocks.
         use_shm: whether arrays travel through shared memory.
     """
@@ -75,6 +74,5 @@ class WorkerConfig:
     index: int
     n_workers: int
     payload: Any
-    parent_pid: int
     prefix: str
     use_shm: bool

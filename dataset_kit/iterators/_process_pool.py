@@ -2,24 +2,33 @@
 
 Each worker has its own duplex pipe, so no lock is shared between processes
 (a worker killed while holding a shared queue's lock would hang everyone).
-Waiting always covers the awaited pipe *and* every worker's sentinel, with a
-timeout, so a dead worker becomes an exception at once instead of a hang.
+The pipes are driven by the transport's threads (:mod:`._transport`); the
+caller's thread only ever waits on the transport's notifications *and* every
+worker's sentinel, with a timeout, so a worker that dies, hangs or stops
+mid-message becomes an exception instead of a hang. Workers watch a lifeline
+(:mod:`._lifeline`) and exit within milliseconds of the main process's death.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import multiprocessing
 import multiprocessing.connection
 import os
 import pickle
 import signal
+import threading
 import time
 import warnings
+import weakref
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from dataset_kit.iterators import _shm
+from dataset_kit.iterators._lifeline import Lifeline, keep_from_children, release
 from dataset_kit.iterators._messages import (
     Done,
     Failed,
@@ -29,9 +38,13 @@ from dataset_kit.iterators._messages import (
     Task,
     WorkerConfig,
 )
+from dataset_kit.iterators._transport import Channel, Transport, _Undecodable
 from dataset_kit.iterators._worker import worker_main
 
+# The longest the caller's thread sleeps between checks of the timeouts.
 POLL_SECONDS = 0.25
+# How long close() lets workers finish before killing them.
+STOP_GRACE_SECONDS = 1.0
 
 
 class TimeoutWarning(RuntimeWarning):
@@ -48,10 +61,13 @@ class WorkerError(RuntimeError):
 
 
 class BatchTimeoutError(WorkerError, TimeoutError):
-    """A batch did not arrive within the iterator's ``timeout`` (Gluon's ``timeout``).
+    """A worker stayed silent for longer than the iterator's ``timeout``.
 
-    The iterator stops every worker: a worker that hangs leaves the pipeline
-    in an unknown state.
+    Raised when the batch the caller waits for has not arrived and its worker
+    has sent nothing for ``timeout`` seconds (a dataset stuck in I/O, a
+    stopped process). The message names the worker, its pid and how long it
+    has been silent. The iterator stops every worker: a worker that hangs
+    leaves the pipeline in an unknown state.
     """
 
 
@@ -67,7 +83,7 @@ class WorkerDiedError(WorkerError):
 class _Worker:
     index: int
     process: Any
-    conn: Any
+    channel: Channel
     pending: deque = field(default_factory=deque)  # (task id, lent block), in send order
     sent: int = 0
     exited: bool = False  # exited with code 0 (retired); its sentinel is no longer watched
@@ -96,8 +112,9 @@ class ProcessPool:
         worker_init: ``worker_init(index, n_workers)`` run once per worker, or None.
         max_tasks: tasks per worker before it is replaced, or None.
         dataset_timeout: seconds after which a slow batch is warned about.
-        timeout: seconds after which a batch still not delivered is a
-            :class:`BatchTimeoutError` (None: wait as long as workers live).
+        timeout: seconds a worker may stay silent while the caller waits for
+            its batch before that is a :class:`BatchTimeoutError` (None: wait
+            as long as the workers live).
 
     Raises:
         TypeError: if the dataset, converter or worker_init cannot be pickled
@@ -129,6 +146,10 @@ class ProcessPool:
         self.workers: list[_Worker] = []
         self._retiring: list[_Worker] = []
         self.closed = False
+        self._cleaned = False
+        _unfinished.add(self)
+        self._lifeline = Lifeline(self._context)
+        self._transport = Transport()
         try:
             for index in range(n_workers):
                 self.workers.append(self._start(index))
@@ -138,21 +159,31 @@ class ProcessPool:
 
     def _start(self, index: int) -> _Worker:
         parent_end, child_end = self._context.Pipe(duplex=True)
+        # A forked sibling must not keep the main process's end open: then a
+        # worker blocked sending to a dead parent would never see EOF.
+        keep_from_children(parent_end.fileno())
         config = WorkerConfig(index=index, n_workers=self.n_workers, payload=self._payload,
-                              parent_pid=os.getpid(), prefix=self.prefix, use_shm=self.use_shm)
+                              prefix=self.prefix, use_shm=self.use_shm)
         process = self._context.Process(
             target=worker_main, name=f"dataset_kit-worker-{index}", daemon=True,
-            args=(config, child_end))
-        process.start()
-        child_end.close()
-        return _Worker(index, process, parent_end)
+            args=(config, child_end, self._lifeline.child_end))
+        try:
+            process.start()
+        finally:
+            child_end.close()
+        return _Worker(index, process, self._transport.add(parent_end))
 
     # -- tasks ----------------------------------------------------------------
 
     def submit(self, task_id: int, indices: Any, epochs: Any, seed: int) -> _Worker:
-        """Send a task to its worker (round robin by id); return that worker."""
-        self._retiring = [w for w in self._retiring if not self._gone(w)]
+        """Queue a task for its worker (round robin by id); return that worker.
+
+        Never blocks: the transport's sender thread delivers the task.
+        """
+        self._reap_retired()
         worker = self.workers[task_id % self.n_workers]
+        if worker.channel.send_failed or (worker.channel.ended and not worker.channel.inbox):
+            self._raise_dead(worker)
         if self.max_tasks is not None and worker.sent >= self.max_tasks:
             # The old process answers what it has, says "retire" and exits;
             # a new one takes its slot at once.
@@ -160,12 +191,7 @@ class ProcessPool:
             worker = self.workers[worker.index] = self._start(worker.index)
         block = self.blocks.take() if self.use_shm else None
         lent = None if block is None else (block.name, block.size)
-        try:
-            worker.conn.send(Task(task_id, indices, epochs, seed, lent))
-        except OSError:
-            if block is not None:
-                self.blocks.give_back(block)
-            self._raise_dead(worker)
+        self._transport.send(worker.channel, Task(task_id, indices, epochs, seed, lent))
         worker.pending.append((task_id, block))
         worker.sent += 1
         return worker
@@ -179,6 +205,7 @@ class ProcessPool:
 
         Raises:
             WorkerDiedError: if any worker dies.
+            BatchTimeoutError: if ``worker`` stays silent for ``timeout`` seconds.
             WorkerError: if the task raised in the worker.
         """
         while True:
@@ -186,26 +213,33 @@ class ProcessPool:
             if isinstance(message, Retire):
                 continue
             answered, lent = worker.pending.popleft()
-            result = self._accept(message, lent, worker)
+            result = self._accept(message, lent, worker, answered)
             if answered == task_id:
                 if isinstance(result, WorkerError):
                     raise result
                 return result
             del result  # a dropped batch's block returns to the pool
 
-    @staticmethod
-    def _gone(worker: _Worker) -> bool:
-        """Whether a retiring worker has answered everything and exited (then reap it)."""
-        if worker.pending or worker.process.exitcode is None:
-            return False
-        worker.process.join()
-        worker.conn.close()
-        return True
+    def _reap_retired(self) -> None:
+        """Forget retiring workers that have answered everything and exited."""
+        for worker in list(self._retiring):
+            if not worker.pending and worker.process.exitcode is not None:
+                worker.process.join()
+                self._retiring.remove(worker)
+                release(worker.channel.conn.fileno())
+                self._transport.discard(worker.channel)
 
-    def _accept(self, message: Done | Failed, lent: Any, worker: _Worker) -> Any:
-        if isinstance(message, Failed):
+    def _accept(self, message: Any, lent: Any, worker: _Worker, task_id: int) -> Any:
+        if isinstance(message, (Failed, _Undecodable)):
             if lent is not None:
                 self.blocks.give_back(lent)
+            if isinstance(message, _Undecodable):
+                failure = WorkerError(
+                    f"the answer of worker {worker.index} (pid {worker.process.pid}) to batch "
+                    f"{task_id} could not be unpickled in the main process: "
+                    f"{message.error!r}")
+                failure.__cause__ = message.error
+                return failure
             failure = WorkerError(
                 f"worker {worker.index} (pid {worker.process.pid}) raised while building "
                 f"batch {message.task_id}:\n{message.traceback}")
@@ -229,47 +263,53 @@ class ProcessPool:
 
     def _tell_all(self, message: Forget) -> None:
         for worker in self.workers:
-            try:
-                worker.conn.send(message)
-            except OSError:
-                pass
+            self._transport.send(worker.channel, message)
 
-    def _read(self, worker: _Worker, task_id: int) -> Done | Failed | Retire:
+    def _read(self, worker: _Worker, task_id: int) -> Any:
         start = time.monotonic()
         warned = False
+        channel = worker.channel
         while True:
+            self._transport.drain()
+            if channel.inbox:
+                return channel.inbox.popleft()
+            if channel.ended:
+                self._raise_dead(worker)
             everyone = [w for w in self.workers + self._retiring if not w.exited]
+            now = time.monotonic()
+            silent = now - max(start, channel.last_heard)
+            wait = POLL_SECONDS if self.timeout is None else \
+                max(0.0, min(POLL_SECONDS, self.timeout - silent))
             ready = multiprocessing.connection.wait(
-                [worker.conn] + [w.process.sentinel for w in everyone], POLL_SECONDS)
-            if worker.conn in ready:
-                try:
-                    return worker.conn.recv()
-                except (EOFError, OSError):
-                    self._raise_dead(worker)
+                [self._transport.notify_fd] + [w.process.sentinel for w in everyone], wait)
             for other in everyone:
                 if other.process.sentinel in ready:
-                    other.process.join(1.0)
-                    if other.process.exitcode != 0 or other is worker:
+                    other.process.join(STOP_GRACE_SECONDS)
+                    if other.process.exitcode != 0:
                         self._raise_dead(other)
-                    # A clean exit is a retirement; anything it still owed
-                    # is reported when its pipe is read (EOF).
+                    # A clean exit is a retirement (or, for the awaited worker,
+                    # an exit its pipe's end-of-file reports once its last
+                    # answers are read).
                     other.exited = True
-            elapsed = time.monotonic() - start
+            if channel.inbox:
+                continue
+            silent = time.monotonic() - max(start, channel.last_heard)
             if (not warned and self.dataset_timeout is not None
-                    and elapsed > self.dataset_timeout):
+                    and silent > self.dataset_timeout):
                 warnings.warn(
-                    f"batch {task_id} has taken {elapsed:.1f} s in worker {worker.index} "
+                    f"batch {task_id} has taken {silent:.1f} s in worker {worker.index} "
                     f"(pid {worker.process.pid}), over dataset_timeout={self.dataset_timeout}",
                     TimeoutWarning, stacklevel=5)
                 warned = True
-            if self.timeout is not None and elapsed > self.timeout:
+            if self.timeout is not None and silent >= self.timeout:
                 raise BatchTimeoutError(
-                    f"batch {task_id} did not arrive within timeout={self.timeout} s from worker "
-                    f"{worker.index} (pid {worker.process.pid}); a slow transform needs a larger "
-                    f"timeout")
+                    f"worker {worker.index} (pid {worker.process.pid}) has been silent for "
+                    f"{silent:.1f} s while batch {task_id} was awaited (timeout={self.timeout} "
+                    f"s); it is stuck (a dataset blocked in I/O, a stopped process) or a batch "
+                    f"takes longer than that to build: then pass a larger timeout, or None")
 
     def _raise_dead(self, worker: _Worker) -> None:
-        worker.process.join(1.0)
+        worker.process.join(STOP_GRACE_SECONDS)
         raise WorkerDiedError(
             f"worker {worker.index} (pid {worker.process.pid}) "
             f"{describe_exit(worker.process.exitcode)} while building batches")
@@ -277,24 +317,66 @@ class ProcessPool:
     # -- shutdown -------------------------------------------------------------
 
     def close(self) -> None:
-        """Stop every worker and unlink every block. Idempotent; safe at exit."""
-        if self.closed:
-            return
+        """Stop every worker and unlink every block. Idempotent; safe at exit.
+
+        A Ctrl-C that arrives while this runs (in the main thread) is held
+        until the cleanup is done, then raised; if the cleanup is interrupted
+        all the same, calling close() again (the exit hook does) finishes it.
+        """
         self.closed = True
+        if self._cleaned:
+            return
+        with _interrupts_held():
+            self._stop_workers()
+            self._transport.close()
+            self._lifeline.cut()
+            self.blocks.close()
+            self._cleaned = True
+            _unfinished.discard(self)
+
+    def _stop_workers(self) -> None:
         workers = self.workers + self._retiring
         for worker in workers:
-            try:
-                worker.conn.send(Stop())
-            except (OSError, ValueError):
-                pass
-        deadline = time.monotonic() + 1.0
+            self._transport.send(worker.channel, Stop())
+        deadline = time.monotonic() + STOP_GRACE_SECONDS
         for worker in workers:
             worker.process.join(max(0.0, deadline - time.monotonic()))
         for worker in workers:
             if worker.process.exitcode is None:
                 worker.process.kill()
                 worker.process.join(5)
-            worker.conn.close()
-        self.blocks.close()
+            with contextlib.suppress(OSError, ValueError):
+                release(worker.channel.conn.fileno())
 
 
+# Pools whose cleanup has not finished: the exit hook finishes it.
+_unfinished: weakref.WeakSet = weakref.WeakSet()
+
+
+@atexit.register
+def _close_unfinished_pools() -> None:
+    for pool in list(_unfinished):
+        with contextlib.suppress(Exception):
+            pool.close()
+
+
+@contextlib.contextmanager
+def _interrupts_held() -> Iterator[None]:
+    """Hold SIGINT while the block runs (main thread only); raise it afterwards."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+    try:
+        previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+    except (ValueError, TypeError):  # not the main interpreter, or a handler set in C
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if received and callable(previous):
+            previous(signal.SIGINT, None)
+        elif received and previous == signal.SIG_DFL:
+            raise KeyboardInterrupt

@@ -9,14 +9,16 @@ to build: the main process owns the order.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import pickle
 import signal
+import threading
 import traceback
-from typing import Any
+from typing import Any, NoReturn
 
 from dataset_kit import _gather
-from dataset_kit.iterators import _shm
+from dataset_kit.iterators import _lifeline, _shm
 from dataset_kit.iterators._fetch import fetch_batch
 from dataset_kit.iterators._messages import (
     Done,
@@ -29,15 +31,26 @@ from dataset_kit.iterators._messages import (
 )
 from dataset_kit.iterators._statemachine import BatchPlan
 
-# How often an idle worker checks that its parent is still alive.
-PARENT_POLL_SECONDS = 0.5
+_PR_SET_NAME = 15
+# Held while this worker creates a shared-memory block, and for good once it exits.
+_creating = threading.Lock()
 
 
-def worker_main(config: WorkerConfig, conn: Any) -> None:
-    """Serve tasks from ``conn`` until told to stop or the parent dies."""
+def worker_main(config: WorkerConfig, conn: Any, lifeline: Any) -> None:
+    """Serve tasks from ``conn`` until told to stop or the parent dies.
+
+    Args:
+        config: what the pool started this worker with.
+        conn: this worker's end of its duplex pipe to the main process.
+        lifeline: the read end of the pool's lifeline (see :mod:`._lifeline`).
+    """
     # Ctrl-C goes to the whole process group; the main process decides what
     # happens to workers, so they must not die with a KeyboardInterrupt.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _name_process(f"dsk-worker-{config.index}")
+    # From now on, whatever the main thread is doing, the parent's death ends
+    # this process within milliseconds.
+    _lifeline.watch_parent(lifeline, lambda: _orphaned(config.prefix))
     payload = config.payload
     dataset, converter, worker_init, max_tasks = (
         pickle.loads(payload) if isinstance(payload, bytes) else payload)
@@ -47,16 +60,10 @@ def worker_main(config: WorkerConfig, conn: Any) -> None:
     created = 0
     done = 0
     while True:
-        if not conn.poll(PARENT_POLL_SECONDS):
-            if os.getppid() != config.parent_pid:
-                # Orphaned: nobody else will clean this iterator's blocks.
-                _shm.unlink_prefix(config.prefix)
-                return
-            continue
         try:
             message = conn.recv()
         except (EOFError, OSError):
-            return
+            _orphaned(config.prefix)  # the main process closed our pipe: it is gone
         if isinstance(message, Stop):
             return
         if isinstance(message, Forget):
@@ -83,11 +90,35 @@ def worker_main(config: WorkerConfig, conn: Any) -> None:
         finally:
             _gather.install(previous)
         batch = arena = None  # no view of a block outlives the task
-        conn.send(reply)
-        done += 1
-        if max_tasks is not None and done >= max_tasks:
-            conn.send(Retire())
-            return
+        try:
+            conn.send(reply)
+            done += 1
+            if max_tasks is not None and done >= max_tasks:
+                conn.send(Retire())
+                return
+        except OSError:  # a broken pipe: the main process is gone
+            _orphaned(config.prefix)
+
+
+def _name_process(name: str) -> None:
+    """Show ``name`` in ``ps``/``top`` (Linux's ``/proc/<pid>/comm``), where possible."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_NAME, ctypes.c_char_p(name.encode()[:15]), 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the name is cosmetic
+        pass
+
+
+def _orphaned(prefix: str) -> NoReturn:
+    """The main process is gone: nobody else will unlink this iterator's blocks.
+
+    Called from the lifeline's watcher thread or from the main thread,
+    whichever notices first; the lock is never released, so no block can be
+    created between the unlinking and the exit.
+    """
+    _creating.acquire()
+    _shm.unlink_prefix(prefix)
+    os._exit(0)
 
 
 def _arena_for(task: Task, blocks: dict) -> _gather.Arena | None:
@@ -154,7 +185,8 @@ def _block_for(task: Task, total: int, blocks: dict, config: WorkerConfig, creat
         name = f"{config.prefix}w{config.index}-{os.getpid()}-{created}"
         created += 1
         size = _shm.block_size_for(total)
-        block = blocks[name] = _shm.Block(name, size, create=True)
+        with _creating:  # never a block created after _orphaned() unlinked them all
+            block = blocks[name] = _shm.Block(name, size, create=True)
     return name, size, block, created
 
 
