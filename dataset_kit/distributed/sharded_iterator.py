@@ -21,12 +21,7 @@ from dataset_kit.distributed._shards import SHARD_POLICIES, global_order, rank_s
 from dataset_kit.distributed.communicators import DistributedError, as_communicator
 from dataset_kit.iterators._chainer_api import ChainerIterator
 from dataset_kit.iterators._engine import Engine
-from dataset_kit.iterators._executors import (
-    ProcessExecutor,
-    SerialExecutor,
-    ThreadExecutor,
-    resolve_start_method,
-)
+from dataset_kit.iterators._executor_spec import DEFAULT_BATCH_TIMEOUT, ExecutorSpec
 from dataset_kit.iterators.order_samplers import OrderSampler, draw_seed
 
 STATE_FORMAT = "dataset_kit.sharded_iterator"
@@ -81,6 +76,8 @@ class ShardedIterator(ChainerIterator):
             :func:`~dataset_kit.concat_examples`), or None.
         start_method: the worker processes' start method (default: fork where
             available).
+        timeout: seconds a worker may stay silent while its batch is awaited
+            before a :class:`~dataset_kit.iterators.BatchTimeoutError` (None: wait).
 
     Raises:
         TypeError: if an integer argument is not an integer, or ``converter``
@@ -95,7 +92,8 @@ class ShardedIterator(ChainerIterator):
                  shuffle: bool = True, seed: int | None = None, last_batch: str = "pad",
                  n_processes: int | None = None, n_threads: int | None = None,
                  converter: Callable[[Any], Any] | None = None,
-                 start_method: str | None = None) -> None:
+                 start_method: str | None = None,
+                 timeout: float | None = DEFAULT_BATCH_TIMEOUT) -> None:
         batch_size = positive_int("batch_size", batch_size)
         if last_batch not in SHARD_POLICIES:
             raise ValueError(f"last_batch must be one of {list(SHARD_POLICIES)}, "
@@ -127,7 +125,12 @@ class ShardedIterator(ChainerIterator):
                 f"{self.comm.size} ranks with last_batch={last_batch!r}")
         sampler = _RankShareSampler(seed, self.shuffle, self.comm.rank, self.comm.size,
                                     batch_size, last_batch)
-        executor = _executor(dataset, n_processes, n_threads, converter, start_method)
+        executor = ExecutorSpec(
+            "process" if n_processes is not None else "serial" if n_threads is None
+            else "thread",
+            workers=positive_int("n_processes", n_processes) if n_processes is not None
+            else positive_int("n_threads", n_threads) if n_threads is not None else 0,
+            start_method=start_method, timeout=timeout, converter=converter)
         super().__init__(Engine(dataset, batch_size=batch_size, repeat=repeat,
                                 order_sampler=sampler, seed=seed, last_batch="keep",
                                 executor=executor))
@@ -253,17 +256,6 @@ class ShardedIterator(ChainerIterator):
         got = serializer("dataset_kit_sharded_state", text)
         if got is not None and str(got) != text:
             self.load_state_dict(json.loads(str(got)))
-
-
-def _executor(dataset: Any, n_processes: int | None, n_threads: int | None,
-              converter: Any, start_method: str | None) -> Any:
-    if n_processes is not None:
-        return ProcessExecutor(dataset, n_workers=positive_int("n_processes", n_processes),
-                               start_method=resolve_start_method(start_method),
-                               converter=converter)
-    if n_threads is not None:
-        return ThreadExecutor(dataset, positive_int("n_threads", n_threads), converter)
-    return SerialExecutor(dataset, converter)
 
 
 def _check_agreement(values: list[dict], what: str) -> None:

@@ -34,7 +34,7 @@ from dataset_kit.io._engine_iter import EngineDataIter
 from dataset_kit.io.data_iter import DataDesc
 from dataset_kit.io.ndarray_iter import _POLICIES
 from dataset_kit.iterators._engine import Engine
-from dataset_kit.iterators._executors import ProcessExecutor, SerialExecutor
+from dataset_kit.iterators._executor_spec import DEFAULT_BATCH_TIMEOUT, ExecutorSpec
 
 
 class _Augmented(DatasetMixin):
@@ -73,6 +73,11 @@ class ImageRecordIter(EngineDataIter):
         preprocess_threads: worker processes (0: decode in the calling thread).
         seed: seeds the shuffle and the augmentation.
         last_batch_handle: ``'pad'``, ``'discard'`` or ``'roll_over'``.
+        start_method: the worker processes' start method (not in MXNet);
+            None for the platform's default.
+        timeout: seconds a worker may stay silent while its batch is awaited
+            before a :class:`~dataset_kit.iterators.BatchTimeoutError` (not in
+            MXNet; None: wait as long as the workers live).
 
     Raises:
         ValueError: for a bad ``data_shape``, ``last_batch_handle`` or ``std``.
@@ -85,7 +90,8 @@ class ImageRecordIter(EngineDataIter):
                  mean_g: float = 0.0, mean_b: float = 0.0, std_r: float = 1.0,
                  std_g: float = 1.0, std_b: float = 1.0, resize: int = -1,
                  preprocess_threads: int = 4, seed: int | None = None,
-                 last_batch_handle: str = "pad") -> None:
+                 last_batch_handle: str = "pad", start_method: str | None = None,
+                 timeout: float | None = DEFAULT_BATCH_TIMEOUT) -> None:
         data_shape = tuple(int(d) for d in data_shape)
         if len(data_shape) != 3 or data_shape[0] not in (1, 3) or min(data_shape) <= 0:
             raise ValueError(f"data_shape must be (3 or 1, height, width), got {data_shape!r}")
@@ -104,8 +110,9 @@ class ImageRecordIter(EngineDataIter):
         records = ImageRecordDataset(path_imgrec, flag=1 if channels == 3 else 0,
                                      idx_path=path_imgidx)
         dataset = _Augmented(records, T.compose(*steps))
-        executor = ProcessExecutor(dataset, n_workers=workers, converter=concat_examples) \
-            if workers else SerialExecutor(dataset, concat_examples)
+        executor = ExecutorSpec("process" if workers else "serial", workers=workers,
+                                start_method=start_method, timeout=timeout,
+                                converter=concat_examples)
         policy, pad_rule = _POLICIES[last_batch_handle]
         engine = Engine(dataset, batch_size=batch_size, shuffle=shuffle, seed=seed,
                         last_batch=policy, executor=executor)

@@ -16,17 +16,34 @@ from __future__ import annotations
 
 import copy
 from collections import deque
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from dataset_kit._checks import non_negative_int, positive_int
 from dataset_kit.iterators import _checkpoint
+from dataset_kit.iterators._executor_spec import ExecutorSpec, make_executor
 from dataset_kit.iterators._executors import Executor, SerialExecutor
 from dataset_kit.iterators._orders import Orders
 from dataset_kit.iterators._spec import BatchSpec
 from dataset_kit.iterators._statemachine import BatchPlan, Position
 from dataset_kit.iterators.order_samplers import ShuffleOrderSampler, draw_seed
+
+
+@dataclass(frozen=True)
+class EngineStatistics:
+    """What an engine has in flight, for monitoring and tests.
+
+    Attributes:
+        depth: batches the executor may have in flight at once.
+        in_flight: batches submitted to the executor and not yet delivered.
+        most_in_flight: the largest ``in_flight`` seen since the engine was made.
+    """
+
+    depth: int
+    in_flight: int
+    most_in_flight: int
 
 
 class Engine:
@@ -45,7 +62,9 @@ class Engine:
             kept in the checkpoint.
         last_batch: how each epoch ends: None (Chainer's), ``'keep'``,
             ``'discard'``, ``'rollover'`` or ``'pad'``.
-        executor: where batches are built; a :class:`SerialExecutor` when None.
+        executor: where batches are built: an :class:`ExecutorSpec` (built
+            with :func:`make_executor`), an executor, or None for a
+            :class:`SerialExecutor`.
 
     Raises:
         TypeError: if ``batch_size`` or ``seed`` is not an integer, or
@@ -58,7 +77,7 @@ class Engine:
     def __init__(self, dataset: Any, *, batch_size: int | None, repeat: bool = True,
                  shuffle: bool | None = None, order_sampler: Any = None,
                  seed: int | None = None, last_batch: str | None = None,
-                 executor: Executor | None = None) -> None:
+                 executor: Executor | ExecutorSpec | None = None) -> None:
         if batch_size is not None or not callable(getattr(order_sampler, "batch_stops", None)):
             positive_int("batch_size", batch_size)
         if shuffle is not None and order_sampler is not None:
@@ -79,12 +98,15 @@ class Engine:
             sizes = np.diff(self._orders.stops_of(0), prepend=0)
             batch_size = int(sizes.max()) if len(sizes) else 1
         self.spec = BatchSpec(batch_size, self._orders.epoch_size, bool(repeat), last_batch)
+        if isinstance(executor, ExecutorSpec):
+            executor = make_executor(executor, dataset)
         self._executor = SerialExecutor(dataset) if executor is None else executor
         self.position = Position()
         self._planned = Position()
         self._pending: deque = deque()  # (position after, plan, handle), in plan order
         self._deferred: BaseException | None = None
         self.last_plan: BatchPlan | None = None
+        self._most_in_flight = 0
 
     # -- batches ---------------------------------------------------------------
 
@@ -142,6 +164,7 @@ class Engine:
             position, plan = step
             self._planned = position
             pending.append((position, plan, executor.submit(plan, self.seed)))
+            self._most_in_flight = max(self._most_in_flight, len(pending))
 
     def _discard_planned(self) -> None:
         handles = [handle for _, _, handle in self._pending]
@@ -154,6 +177,10 @@ class Engine:
     def depth(self) -> int:
         """Batches the executor may have in flight."""
         return self._executor.depth
+
+    def statistics(self) -> EngineStatistics:
+        """Return what is in flight now, and the most that ever was."""
+        return EngineStatistics(self._executor.depth, len(self._pending), self._most_in_flight)
 
     # -- copies ----------------------------------------------------------------
 

@@ -13,7 +13,6 @@ so the batches are identical whatever the executor.
 
 from __future__ import annotations
 
-import multiprocessing
 import weakref
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -23,9 +22,9 @@ import numpy as np
 
 from dataset_kit.dataset import builds_one_by_one
 from dataset_kit.iterators import _shm
-from dataset_kit.iterators._fetch import fetch_batch
 from concurrent.futures import TimeoutError as FutureTimeout
 
+from dataset_kit.iterators._fetch import fetch_batch
 from dataset_kit.iterators._process_pool import (
     BatchTimeoutError,
     ProcessPool,
@@ -157,8 +156,9 @@ class ThreadExecutor(_Closable):
             return handle.result(self.timeout)
         except FutureTimeout:
             error = BatchTimeoutError(
-                f"a batch did not arrive within timeout={self.timeout} s from the thread pool; "
-                f"a slow transform needs a larger timeout")
+                f"no batch came from the thread pool for {self.timeout} s (timeout="
+                f"{self.timeout} s); a thread is stuck (a dataset blocked in I/O) or a batch "
+                f"takes longer than that to build: then pass a larger timeout, or None")
             self._failure = error
             self._abandon()
             raise error from None
@@ -271,7 +271,7 @@ class ProcessExecutor(_Closable):
         try:
             return self._pool.receive(worker, task_id)
         except WorkerError as error:
-            if isinstance(error, WorkerDiedError):
+            if isinstance(error, (WorkerDiedError, BatchTimeoutError)):
                 self._fail(error)
             raise  # a worker's own exception: the next request retries the batch
         except BaseException as error:
@@ -311,20 +311,6 @@ class ProcessExecutor(_Closable):
         self.closed = True
         if self._finalizer is not None:
             self._finalizer()
-
-
-def resolve_start_method(start_method: str | None) -> str:
-    """Return ``start_method``, or the default ("fork" where available), checked.
-
-    Raises:
-        ValueError: if this platform has no such start method.
-    """
-    methods = multiprocessing.get_all_start_methods()
-    if start_method is None:
-        return "fork" if "fork" in methods else methods[0]
-    if start_method not in methods:
-        raise ValueError(f"start_method must be one of {methods}, got {start_method!r}")
-    return start_method
 
 
 def _split(plan: BatchPlan, parts: int) -> list[BatchPlan]:

@@ -9,7 +9,7 @@ from typing import Any
 from dataset_kit._checks import positive_int
 from dataset_kit.iterators._chainer_api import ChainerIterator
 from dataset_kit.iterators._engine import Engine
-from dataset_kit.iterators._executors import ProcessExecutor, resolve_start_method
+from dataset_kit.iterators._executor_spec import DEFAULT_BATCH_TIMEOUT, ExecutorSpec
 from dataset_kit.iterators._process_pool import TimeoutWarning
 
 
@@ -41,7 +41,7 @@ class MultiprocessIterator(ChainerIterator):
             themselves.
         order_sampler: a Chainer-style order sampler.
         dataset_timeout: seconds after which a batch still being built is
-            warned about (None: never).
+            warned about (None: never), as in Chainer.
         maxtasksperchild: batches a worker builds before it is replaced
             (None: never).
         seed: seeds the shuffle and ``example_rng``.
@@ -52,12 +52,17 @@ class MultiprocessIterator(ChainerIterator):
             or ``"spawn"``.
         worker_init: ``worker_init(worker_index, n_workers)`` runs once in each
             worker before its first batch.
+        timeout: seconds a worker may stay silent while its batch is awaited
+            before :class:`~dataset_kit.iterators.BatchTimeoutError` is raised
+            and the workers are stopped (default 300; None: wait as long as
+            the workers live). Not in Chainer, whose iterator only warns.
 
     Raises:
         TypeError: for arguments of the wrong type, or (on the first ``next()``)
             a dataset that cannot be pickled for ``spawn``/``forkserver``.
         ValueError: for out-of-range arguments or an unknown start method.
-        WorkerError: (from ``next()``) when a worker dies or raises.
+        WorkerError: (from ``next()``) when a worker dies, raises or stays
+            silent past ``timeout``.
     """
 
     #: The category of the warning about a batch slower than ``dataset_timeout``.
@@ -80,6 +85,7 @@ class MultiprocessIterator(ChainerIterator):
         start_method: str | None = None,
         worker_init: Callable[[int, int], Any] | None = None,
         last_batch: str | None = None,
+        timeout: float | None = DEFAULT_BATCH_TIMEOUT,
     ) -> None:
         self.n_processes = positive_int(
             "n_processes", (os.cpu_count() or 1) if n_processes is None else n_processes)
@@ -93,25 +99,18 @@ class MultiprocessIterator(ChainerIterator):
                 f"got {dataset_timeout!r}")
         if maxtasksperchild is not None:
             positive_int("maxtasksperchild", maxtasksperchild)
-        start_method = resolve_start_method(start_method)
-        for name, fn in (("converter", converter), ("worker_init", worker_init)):
-            if fn is not None and not callable(fn):
-                raise TypeError(f"{name} must be callable or None, got {type(fn).__name__}")
+        spec = ExecutorSpec(
+            "process", workers=self.n_processes,
+            depth=self.n_processes * (self.n_prefetch + 1), start_method=start_method,
+            timeout=timeout, converter=converter, worker_init=worker_init,
+            max_tasks=maxtasksperchild, warn_after=dataset_timeout)
         self.converter = converter
-        self.start_method = start_method
+        self.start_method = spec.start_method
         self.dataset_timeout = dataset_timeout
+        self.timeout = spec.timeout
         self.maxtasksperchild = maxtasksperchild
         self.worker_init = worker_init
         self.shared_mem = shared_mem
-        executor = ProcessExecutor(
-            dataset, n_workers=self.n_processes, n_prefetch=self.n_prefetch,
-            start_method=start_method, converter=converter, worker_init=worker_init,
-            max_tasks=maxtasksperchild, dataset_timeout=dataset_timeout)
         super().__init__(Engine(dataset, batch_size=batch_size, repeat=repeat, shuffle=shuffle,
                                 order_sampler=order_sampler, seed=seed, last_batch=last_batch,
-                                executor=executor))
-
-    @property
-    def _depth(self) -> int:
-        # Batches in flight; the leak tests bound shared-memory blocks by it.
-        return self._engine.depth
+                                executor=spec))

@@ -7,7 +7,7 @@ from typing import Any
 from dataset_kit._checks import positive_int
 from dataset_kit.iterators._chainer_api import ChainerIterator
 from dataset_kit.iterators._engine import Engine
-from dataset_kit.iterators._executors import ThreadExecutor
+from dataset_kit.iterators._executor_spec import DEFAULT_BATCH_TIMEOUT, ExecutorSpec
 
 
 class MultithreadIterator(ChainerIterator):
@@ -29,6 +29,9 @@ class MultithreadIterator(ChainerIterator):
         order_sampler: a Chainer-style order sampler.
         seed: seeds the shuffle and :func:`~dataset_kit.example_rng`.
         last_batch: how each epoch ends, as for ``SerialIterator``.
+        timeout: seconds to wait for a batch from the threads before
+            :class:`~dataset_kit.iterators.BatchTimeoutError` (default 300;
+            None: wait). Not in Chainer.
 
     Raises:
         TypeError: if ``n_threads`` is not an integer (and as SerialIterator).
@@ -45,9 +48,11 @@ class MultithreadIterator(ChainerIterator):
         order_sampler: Any = None,
         seed: int | None = None,
         last_batch: str | None = None,
+        timeout: float | None = DEFAULT_BATCH_TIMEOUT,
     ) -> None:
         self.n_threads = positive_int("n_threads", n_threads)
+        spec = ExecutorSpec("thread", workers=self.n_threads, timeout=timeout)
         engine = Engine(dataset, batch_size=batch_size, repeat=repeat, shuffle=shuffle,
                         order_sampler=order_sampler, seed=seed, last_batch=last_batch,
-                        executor=ThreadExecutor(dataset, self.n_threads))
+                        executor=spec)
         super().__init__(engine)

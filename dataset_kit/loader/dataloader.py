@@ -12,6 +12,7 @@ Gluon                                  engine
 ``thread_pool=True``                   thread executor
 ``prefetch``                           the executor's depth (``prefetch + 1``)
 ``timeout``                            the executor's batch timeout (raises)
+``start_method`` (not in Gluon)        the worker processes' start method
 ``pin_memory``, ``device``             :func:`~dataset_kit.to_device` on delivery
 one ``iter()``                         batches up to the one that ends an epoch
 =====================================  ===============================================
@@ -25,7 +26,7 @@ from typing import Any
 from dataset_kit._checks import non_negative_int
 from dataset_kit.convert import to_device
 from dataset_kit.iterators._engine import Engine
-from dataset_kit.iterators._executors import ProcessExecutor, SerialExecutor, ThreadExecutor
+from dataset_kit.iterators._executor_spec import ExecutorSpec
 from dataset_kit.loader.batchify import default_batchify_fn
 from dataset_kit.loader.samplers import (
     LAST_BATCH,
@@ -64,10 +65,14 @@ class DataLoader:
         pin_device_id: accepted for Gluon compatibility (the device decides).
         prefetch: batches requested ahead; ``2 * num_workers`` when None.
         thread_pool: use threads instead of processes.
-        timeout: seconds to wait for a batch before a
-            :class:`~dataset_kit.iterators.BatchTimeoutError` (workers only).
+        timeout: seconds a worker may stay silent while its batch is awaited
+            before a :class:`~dataset_kit.iterators.BatchTimeoutError`
+            (workers only; Gluon's default, 120).
         seed: seeds the shuffle and :func:`~dataset_kit.example_rng`.
         device: None for numpy batches, or a PyTorch device for tensors.
+        start_method: ``"fork"``, ``"forkserver"`` or ``"spawn"`` for the
+            worker processes; None for the platform's default (fork where
+            available). Not in Gluon.
 
     Raises:
         ValueError: for Gluon's argument conflicts, a bad ``last_batch`` or
@@ -80,7 +85,7 @@ class DataLoader:
                  batchify_fn: Callable[[Any], Any] | None = None, num_workers: int = 0,
                  pin_memory: bool = False, pin_device_id: int = 0, prefetch: int | None = None,
                  thread_pool: bool = False, timeout: float = 120, seed: int | None = None,
-                 device: Any = None) -> None:
+                 device: Any = None, start_method: str | None = None) -> None:
         if batch_sampler is None:
             if batch_size is None:
                 raise ValueError("batch_size must be specified unless batch_sampler is specified")
@@ -107,14 +112,10 @@ class DataLoader:
         workers = max(0, int(num_workers))
         prefetch = 2 * workers if prefetch is None else non_negative_int("prefetch", prefetch)
         batchify = default_batchify_fn if batchify_fn is None else batchify_fn
-        if workers == 0:
-            executor: Any = SerialExecutor(dataset, batchify)
-        elif thread_pool:
-            executor = ThreadExecutor(dataset, workers, batchify, depth=prefetch + 1,
-                                      timeout=timeout)
-        else:
-            executor = ProcessExecutor(dataset, n_workers=workers, converter=batchify,
-                                       depth=prefetch + 1, timeout=timeout, dataset_timeout=None)
+        executor = ExecutorSpec(
+            "serial" if workers == 0 else "thread" if thread_pool else "process",
+            workers=workers, depth=prefetch + 1, start_method=start_method, timeout=timeout,
+            converter=batchify)
         order = None if sampler is None else \
             sampler if isinstance(sampler, BatchListOrder) else as_order_sampler(sampler)
         self._own_batches = order if isinstance(order, BatchListOrder) else None

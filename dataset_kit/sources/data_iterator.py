@@ -32,7 +32,7 @@ import numpy as np
 from dataset_kit._checks import positive_int
 from dataset_kit.convert import concat_examples
 from dataset_kit.iterators._engine import Engine
-from dataset_kit.iterators._executors import ProcessExecutor, SerialExecutor, ThreadExecutor
+from dataset_kit.iterators._executor_spec import DEFAULT_BATCH_TIMEOUT, ExecutorSpec
 from dataset_kit.sources.csv_source import CsvDataSource
 from dataset_kit.sources.data_source import (
     ConcatDataSource,
@@ -64,6 +64,12 @@ class DataIterator:
         epoch_end_callbacks: called with the finished epoch's index.
         stop_exhausted: stop after one epoch instead of repeating.
         n_processes: build batches in this many worker processes instead.
+        start_method: the worker processes' start method (not in NNabla);
+            None for the platform's default.
+        timeout: seconds a worker thread or process may stay silent while
+            its batch is awaited before a
+            :class:`~dataset_kit.iterators.BatchTimeoutError` (not in NNabla;
+            None: wait).
 
     Raises:
         TypeError: if ``data_source`` is not a DataSource, or a callback is not callable.
@@ -74,7 +80,8 @@ class DataIterator:
     def __init__(self, data_source: DataSource, batch_size: int, rng: Any = None,
                  use_thread: bool = True, epoch_begin_callbacks: Sequence[Callback] = (),
                  epoch_end_callbacks: Sequence[Callback] = (), stop_exhausted: bool = False,
-                 n_processes: int | None = None) -> None:
+                 n_processes: int | None = None, start_method: str | None = None,
+                 timeout: float | None = DEFAULT_BATCH_TIMEOUT) -> None:
         if not isinstance(data_source, DataSource):
             raise TypeError(f"data_source must be a DataSource, got {type(data_source).__name__}")
         self._batch_size = positive_int("batch_size", batch_size)
@@ -93,12 +100,12 @@ class DataIterator:
         self._n_processes = None if n_processes is None else positive_int("n_processes",
                                                                           n_processes)
         if self._n_processes is not None:
-            executor: Any = ProcessExecutor(data_source, n_workers=self._n_processes,
-                                            converter=concat_examples)
-        elif self._use_thread:
-            executor = ThreadExecutor(data_source, 1, concat_examples, depth=2)
+            executor = ExecutorSpec("process", workers=self._n_processes,
+                                    start_method=start_method, timeout=timeout,
+                                    converter=concat_examples)
         else:
-            executor = SerialExecutor(data_source, concat_examples)
+            executor = ExecutorSpec("thread" if self._use_thread else "serial", workers=1,
+                                    depth=2, timeout=timeout, converter=concat_examples)
         self._engine = Engine(data_source, batch_size=self._batch_size,
                               repeat=not stop_exhausted, shuffle=data_source.shuffle,
                               seed=_seed_of(data_source._rng if rng is None else rng),
