@@ -47,6 +47,11 @@ class ChainerIterator(Iterator):
         other._engine = copy.copy(self._engine)
         return other
 
+    def statistics(self) -> Any:
+        """Return the engine's :class:`~dataset_kit.iterators.EngineStatistics`
+        (batches in flight, the executor's depth)."""
+        return self._engine.statistics()
+
     # -- Chainer's attributes ------------------------------------------------
 
     @property

@@ -42,13 +42,18 @@ def test_the_documented_front_door_resumes_mid_epoch_and_runs_on_any_executor():
     first = iter(loader)
     partial = [list(next(first)) for _ in range(2)]
     state = loader.state_dict()
-    threads = EpochLoader(data, 4, shuffle=True, last_batch="rollover",
-                          executor=ThreadExecutor(data, 2))
-    threads.load_state_dict(state)
-    assert partial + flat(threads) == epochs[0]
-    processes = EpochLoader(data, 4, shuffle=True, last_batch="rollover",
-                            executor=ProcessExecutor(data, n_workers=2, n_prefetch=1,
-                                                     start_method="fork"))
-    processes.load_state_dict(threads.state_dict())
-    assert flat(processes) == epochs[1]
-    assert flat(processes) == epochs[2]
+    thread_executor = ThreadExecutor(data, 2)
+    process_executor = ProcessExecutor(data, n_workers=2, n_prefetch=1, start_method="fork")
+    try:
+        threads = EpochLoader(data, 4, shuffle=True, last_batch="rollover",
+                              executor=thread_executor)
+        threads.load_state_dict(state)
+        assert partial + flat(threads) == epochs[0]
+        processes = EpochLoader(data, 4, shuffle=True, last_batch="rollover",
+                                executor=process_executor)
+        processes.load_state_dict(threads.state_dict())
+        assert flat(processes) == epochs[1]
+        assert flat(processes) == epochs[2]
+    finally:
+        thread_executor.close()
+        process_executor.close()

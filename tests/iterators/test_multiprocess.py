@@ -178,7 +178,9 @@ def test_blocks_are_reused_not_created_per_batch():
         for _ in range(100):
             next(it)
         gc.collect()
-        assert 0 < len(shm_blocks()) <= 2 * it._depth
+        statistics = it.statistics()
+        assert statistics.most_in_flight == statistics.depth == 4
+        assert 0 < len(shm_blocks()) <= 2 * statistics.depth
 
 
 # -- failures ---------------------------------------------------------------------------
