@@ -272,7 +272,9 @@ def test_bad_arguments_are_named(kwargs, name):
 # -- the whole process ----------------------------------------------------------------
 
 SCRIPT = textwrap.dedent("""
-    import os, sys, time
+    import os, signal, sys, time
+    # A runner started with SIGINT ignored passes that on: restore Python's handler.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.path.insert(0, {root!r})
     from dataset_kit.iterators import MultiprocessIterator
     from tests.iterators.helpers import Augmented, PidRecorder
