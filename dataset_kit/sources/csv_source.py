@@ -72,6 +72,13 @@ class CsvDataSource(DataSource):
         self._columns = [_parse_name(name) for name in self._header]
         self._variables = tuple(OrderedDict.fromkeys(v for v, _ in self._columns))
         self._size = len(self._rows)
+        self.reset()
+
+    def reset(self) -> None:
+        """Go back to position 0; with ``shuffle``, draw a new order (NNabla's)."""
+        if self._shuffle:
+            self._order = self._draw_order()
+        super().reset()
 
     def _get_data(self, position: int) -> tuple:
         values: OrderedDict[str, Any] = OrderedDict()
@@ -82,7 +89,9 @@ class CsvDataSource(DataSource):
                 values.setdefault(variable, []).append(self._value(cell, where, vector=False))
             else:
                 values[variable] = self._value(cell, where, vector=True)
-        return tuple(v if isinstance(v, np.ndarray) else np.asarray(v) for v in values.values())
+        # As NNabla's: numbers stay Python lists (the file cache stores them as
+        # float32, a batch stacks them as float64); files load as arrays.
+        return tuple(values.values())
 
     def _value(self, cell: str, where: str, vector: bool) -> Any:
         try:
