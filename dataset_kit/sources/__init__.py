@@ -7,6 +7,7 @@ atomic writes, crash detection and a lock.
 """
 
 from dataset_kit.sources.cache_reader import CacheDataSource, CacheFormatError
+from dataset_kit.sources.create_cache import CreateCache
 from dataset_kit.sources.csv_source import CsvDataSource
 from dataset_kit.sources.data_iterator import (
     DataIterator,
@@ -25,16 +26,19 @@ from dataset_kit.sources.data_source import (
     SlicedDataSource,
 )
 from dataset_kit.sources.file_cache import DataSourceWithFileCache
+from dataset_kit.sources.loader import ResourceFileReader, load_image
 
 __all__ = [
     "CacheDataSource",
     "CacheFormatError",
     "ConcatDataSource",
+    "CreateCache",
     "CsvDataSource",
     "DataIterator",
     "DataSource",
     "DataSourceWithFileCache",
     "DataSourceWithMemoryCache",
+    "ResourceFileReader",
     "SimpleDataSource",
     "SlicedDataSource",
     "data_iterator",
@@ -42,5 +46,6 @@ __all__ = [
     "data_iterator_concat_datasets",
     "data_iterator_csv_dataset",
     "data_iterator_simple",
+    "load_image",
     "slice_bounds",
 ]

@@ -17,7 +17,9 @@ one row per line) or a ``.npy`` array.
 
 from __future__ import annotations
 
+import codecs
 import csv
+import io
 import os
 from collections import OrderedDict
 from typing import Any
@@ -43,8 +45,9 @@ class CsvDataSource(DataSource):
         normalize: scale images to [0, 1].
 
     Raises:
-        ValueError: if the file has no header, or a row has another number
-            of cells than the header (naming the line).
+        ValueError: if the file has no header, is not UTF-8, has a cell over
+            the csv module's field size limit, or a row has another number
+            of cells than the header (naming the file and line).
         FileNotFoundError: if ``filename`` does not exist.
     """
 
@@ -53,8 +56,7 @@ class CsvDataSource(DataSource):
         super().__init__(shuffle=shuffle, rng=rng)
         self._filename = os.fspath(filename)
         self._normalize = bool(normalize)
-        with open(_uri.local_path(self._filename), newline="", encoding="utf-8-sig") as f:
-            rows = list(csv.reader(f))
+        rows = read_csv_rows(_uri.local_path(self._filename), self._filename)
         if not rows:
             raise ValueError(f"{self._filename}: the CSV dataset has no header row")
         header, rows = rows[0], rows[1:]
@@ -72,6 +74,13 @@ class CsvDataSource(DataSource):
         self._columns = [_parse_name(name) for name in self._header]
         self._variables = tuple(OrderedDict.fromkeys(v for v, _ in self._columns))
         self._size = len(self._rows)
+        self.reset()
+
+    def reset(self) -> None:
+        """Go back to position 0; with ``shuffle``, draw a new order (NNabla's)."""
+        if self._shuffle:
+            self._order = self._draw_order()
+        super().reset()
 
     def _get_data(self, position: int) -> tuple:
         values: OrderedDict[str, Any] = OrderedDict()
@@ -82,7 +91,9 @@ class CsvDataSource(DataSource):
                 values.setdefault(variable, []).append(self._value(cell, where, vector=False))
             else:
                 values[variable] = self._value(cell, where, vector=True)
-        return tuple(v if isinstance(v, np.ndarray) else np.asarray(v) for v in values.values())
+        # As NNabla's: numbers stay Python lists (the file cache stores them as
+        # float32, a batch stacks them as float64); files load as arrays.
+        return tuple(values.values())
 
     def _value(self, cell: str, where: str, vector: bool) -> Any:
         try:
@@ -99,8 +110,8 @@ class CsvDataSource(DataSource):
         try:
             path = _uri.local_path(_uri.join(self._filename, cell))
             if ext == ".csv":
-                with open(path, newline="", encoding="utf-8") as f:
-                    return np.array([[float(v) for v in row] for row in csv.reader(f) if row])
+                return np.array([[float(v) for v in row] for row in read_csv_rows(path, path)
+                                 if row])
             if ext == ".npy":
                 return np.load(path, allow_pickle=False)
             image = read_image(path, np.uint8, where)
@@ -109,6 +120,39 @@ class CsvDataSource(DataSource):
         if self._normalize:
             return image * (1.0 / 255.0)
         return image
+
+
+def read_csv_rows(path: str, name: str) -> list[list[str]]:
+    """Return the rows of a UTF-8 CSV file (a leading byte-order mark is skipped).
+
+    Args:
+        path: the local file.
+        name: how to name it in an error (its path or URL).
+
+    Raises:
+        ValueError: if the file is not UTF-8 (naming the line and byte
+            offset) or a row does not parse, such as a cell over
+            :func:`csv.field_size_limit` (naming the line).
+        OSError: if the file cannot be read.
+    """
+    with open(path, "rb") as f:
+        data = f.read()
+    skip = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
+    try:
+        text = data[skip:].decode("utf-8")
+    except UnicodeDecodeError as error:
+        offset = skip + error.start
+        line = data.count(b"\n", 0, offset) + 1
+        raise ValueError(f"{name} line {line}: byte {data[offset]:#04x} at offset {offset} is "
+                         f"not UTF-8 ({error.reason}); save the file as UTF-8") from None
+    reader = csv.reader(io.StringIO(text, newline=""))
+    rows = []
+    try:
+        for row in reader:
+            rows.append(row)
+    except csv.Error as error:
+        raise ValueError(f"{name} line {reader.line_num}: {error}") from None
+    return rows
 
 
 def _parse_name(name: str) -> tuple[str, bool]:

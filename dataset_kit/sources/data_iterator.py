@@ -4,21 +4,30 @@
 NNabla                    here
 ========================  ===================================================
 ``DataIterator``          an :class:`~dataset_kit.iterators._engine.Engine` over
-                          the source (``last_batch='discard'``), batches
-                          stacked by :func:`~dataset_kit.concat_examples`
-``size``                  ``source.size // batch_size * batch_size``: each
-                          epoch visits that many examples of its order
+                          the source, batches stacked by
+                          :func:`~dataset_kit.concat_examples`
+``size``                  the source's size: every example is served each
+                          epoch
+repeating (the default)   the engine's repeating stream (``last_batch=None``):
+                          a batch that reaches the end of an epoch runs on into
+                          the next epoch's order; ``batch_size > size`` wraps
+                          as often as it needs
+``stop_exhausted=True``   one epoch of full batches (``repeat=False``,
+                          ``last_batch='discard'``), then ``StopIteration``;
+                          the epoch never ends, so :attr:`~DataIterator.epoch`
+                          stays 0 and no epoch callback runs
 ``use_thread=True``       a thread builds the next batch ahead
 ``n_processes=N``         (beyond NNabla) N worker processes build batches
-``stop_exhausted=True``   one epoch, then ``StopIteration``
 ``rng``                   the source's ``RandomState`` seeds the shuffle
 ========================  ===================================================
 
-Epoch callbacks, exactly: when :meth:`DataIterator.next` produces the last
-batch of epoch ``e``, it calls every epoch-end callback with ``e``, then
-every epoch-begin callback with ``e + 1``, and then returns the batch (so
-:attr:`DataIterator.epoch` is already ``e + 1``). No callback runs at
-construction or for epoch 0's beginning, as in NNabla.
+Epoch callbacks, exactly as NNabla's code calls them: when :meth:`DataIterator.next`
+produces a batch that ends epoch ``e``, it calls every epoch-end callback with
+``e``, then every epoch-begin callback with ``e + 1``, and then returns the
+batch; :attr:`DataIterator.epoch` reads ``e`` inside the end callbacks and
+``e + 1`` inside the begin callbacks. A batch that spans several epochs
+(``batch_size > size``) does this once per epoch it ends. No callback runs
+at construction or for epoch 0's beginning.
 """
 
 from __future__ import annotations
@@ -62,7 +71,8 @@ class DataIterator:
         use_thread: build the next batch ahead on a thread.
         epoch_begin_callbacks: called with the new epoch's index (see the module).
         epoch_end_callbacks: called with the finished epoch's index.
-        stop_exhausted: stop after one epoch instead of repeating.
+        stop_exhausted: serve the full batches of one epoch, then raise
+            ``StopIteration`` (NNabla's); otherwise repeat forever.
         n_processes: build batches in this many worker processes instead.
         start_method: the worker processes' start method (not in NNabla);
             None for the platform's default.
@@ -73,8 +83,8 @@ class DataIterator:
 
     Raises:
         TypeError: if ``data_source`` is not a DataSource, or a callback is not callable.
-        ValueError: if ``batch_size`` is not positive or the source has no
-            full batch (and ``stop_exhausted`` is False).
+        ValueError: if ``batch_size`` is not positive, or the source is empty
+            and ``stop_exhausted`` is False (the iterator could never yield).
     """
 
     def __init__(self, data_source: DataSource, batch_size: int, rng: Any = None,
@@ -86,16 +96,17 @@ class DataIterator:
             raise TypeError(f"data_source must be a DataSource, got {type(data_source).__name__}")
         self._batch_size = positive_int("batch_size", batch_size)
         self._data_source = data_source
-        self._size = data_source.size // self._batch_size * self._batch_size
-        if self._size == 0 and not stop_exhausted:
-            raise ValueError(f"a data source of {data_source.size} examples has no full batch "
-                             f"of batch_size={batch_size}")
+        self._stop_exhausted = bool(stop_exhausted)
+        if data_source.size == 0 and not self._stop_exhausted:
+            raise ValueError("data_source has 0 examples: an iterator that repeats (stop_exhausted="
+                             "False) needs at least one")
         self._begin: list[Callback] = []
         self._end: list[Callback] = []
         for fn in epoch_begin_callbacks:
             self.register_epoch_begin_callback(fn)
         for fn in epoch_end_callbacks:
             self.register_epoch_end_callback(fn)
+        self._epoch_in_callback: int | None = None
         self._use_thread = bool(use_thread)
         self._n_processes = None if n_processes is None else positive_int("n_processes",
                                                                           n_processes)
@@ -107,26 +118,32 @@ class DataIterator:
             executor = ExecutorSpec("thread" if self._use_thread else "serial", workers=1,
                                     depth=2, timeout=timeout, converter=concat_examples)
         self._engine = Engine(data_source, batch_size=self._batch_size,
-                              repeat=not stop_exhausted, shuffle=data_source.shuffle,
+                              repeat=not self._stop_exhausted, shuffle=data_source.shuffle,
                               seed=_seed_of(data_source._rng if rng is None else rng),
-                              last_batch="discard", executor=executor)
+                              last_batch="discard" if self._stop_exhausted else None,
+                              executor=executor)
 
     # -- NNabla's attributes -------------------------------------------------
 
     @property
     def epoch(self) -> int:
-        """Completed epochs."""
-        return self._engine.position.epoch
+        """Completed epochs (always 0 with ``stop_exhausted``, whose one epoch never ends)."""
+        if self._epoch_in_callback is not None:
+            return self._epoch_in_callback
+        return 0 if self._stop_exhausted else self._engine.position.epoch
 
     @property
     def position(self) -> int:
         """Examples of the current epoch already returned."""
-        return self._engine.position.current_position
+        position = self._engine.position
+        if self._stop_exhausted and position.epoch > 0:
+            return self.size // self._batch_size * self._batch_size
+        return position.current_position
 
     @property
     def size(self) -> int:
-        """Examples per epoch: the largest multiple of ``batch_size`` not above the source's size."""
-        return self._size
+        """Examples per epoch: the source's size."""
+        return self._data_source.size
 
     @property
     def variables(self) -> tuple[str, ...]:
@@ -160,16 +177,26 @@ class DataIterator:
         """Return the next batch: one stacked array per variable.
 
         Raises:
-            StopIteration: with ``stop_exhausted``, after the epoch.
+            StopIteration: with ``stop_exhausted``, once the epoch's full
+                batches have been returned.
         """
+        before = self._engine.position.epoch
         batch = self._engine.next()
-        if self._engine.position.is_new_epoch:
-            finished = self._engine.position.epoch - 1
-            for fn in self._end:
-                fn(finished)
-            for fn in self._begin:
-                fn(finished + 1)
+        if not self._stop_exhausted:
+            self._call_epoch_callbacks(before, self._engine.position.epoch)
         return tuple(batch) if isinstance(batch, (tuple, list)) else (batch,)
+
+    def _call_epoch_callbacks(self, before: int, after: int) -> None:
+        try:
+            for finished in range(before, after):
+                self._epoch_in_callback = finished
+                for fn in self._end:
+                    fn(finished)
+                self._epoch_in_callback = finished + 1
+                for fn in self._begin:
+                    fn(finished + 1)
+        finally:
+            self._epoch_in_callback = None
 
     def __next__(self) -> tuple:
         return self.next()
@@ -229,7 +256,7 @@ class DataIterator:
             num_of_slices = positive_int("num_of_slices", num_of_slices)
             if not (isinstance(slice_pos, int) and 0 <= slice_pos < num_of_slices):
                 raise ValueError(f"slice_pos must be in [0, {num_of_slices}), got {slice_pos!r}")
-            slice_start, slice_end = slice_bounds(self._size, num_of_slices, slice_pos, drop_last)
+            slice_start, slice_end = slice_bounds(self.size, num_of_slices, slice_pos, drop_last)
         source: DataSource = SlicedDataSource(self._data_source, self._data_source.shuffle,
                                               slice_start=slice_start, slice_end=slice_end)
         if use_cache:
@@ -288,7 +315,11 @@ def _callable(name: str, fn: Any) -> Any:
     return fn
 
 
-# -- the factories (NNabla's signatures and defaults) --------------------------------
+# -- the factories (the seed documentation's positional order, NNabla 1.39's defaults) --
+#
+# NNabla's code puts use_thread after rng; the documentation dataset_kit was written
+# from has rng followed by with_memory_cache, so positional calls keep that order and
+# use_thread and stop_exhausted (NNabla's later arguments) are keywords.
 
 def data_iterator(data_source: DataSource, batch_size: int, rng: Any = None,
                   with_memory_cache: bool = True, with_file_cache: bool = False,
@@ -298,8 +329,25 @@ def data_iterator(data_source: DataSource, batch_size: int, rng: Any = None,
     """Wrap ``data_source`` in the caches asked for and return its :class:`DataIterator`.
 
     The file cache (in ``cache_dir``, or a temporary directory removed when
-    the iterator is closed) comes first, the memory cache (float32, NNabla's)
-    over it.
+    the iterator is closed) comes first, the memory cache over it. Defaults
+    as in NNabla: the memory cache only.
+
+    Args:
+        data_source: the source.
+        batch_size: examples per batch.
+        rng: a RandomState: seeds the shuffle (the source's rng when None)
+            and is given to the caches.
+        with_memory_cache: keep examples in memory (when they fit in 1 GiB).
+        with_file_cache: write the examples to a file cache first.
+        cache_dir: the file cache's directory; a temporary one when None.
+        epoch_begin_callbacks: see :class:`DataIterator`.
+        epoch_end_callbacks: see :class:`DataIterator`.
+        use_thread: build the next batch ahead on a thread.
+        stop_exhausted: one epoch of full batches, then ``StopIteration``.
+        n_processes: (beyond NNabla) build batches in worker processes.
+
+    Returns:
+        The iterator; closing it closes the source and removes a temporary cache.
     """
     source = data_source
     if with_file_cache:
@@ -314,38 +362,61 @@ def data_iterator(data_source: DataSource, batch_size: int, rng: Any = None,
 
 def data_iterator_simple(load_func: Callable[[int], Sequence[Any]], num_examples: int,
                          batch_size: int, shuffle: bool = False, rng: Any = None,
-                         with_memory_cache: bool = True, with_file_cache: bool = True,
+                         with_memory_cache: bool = False, with_file_cache: bool = False,
                          cache_dir: str | None = None,
                          epoch_begin_callbacks: Sequence[Callback] = (),
-                         epoch_end_callbacks: Sequence[Callback] = (), **options: Any
-                         ) -> DataIterator:
-    """Batches of ``load_func(i)`` for ``i`` in ``range(num_examples)`` (NNabla's)."""
+                         epoch_end_callbacks: Sequence[Callback] = (), *,
+                         use_thread: bool = True, stop_exhausted: bool = False,
+                         n_processes: int | None = None) -> DataIterator:
+    """Batches of ``load_func(i)`` for ``i`` in ``range(num_examples)`` (NNabla's).
+
+    No cache by default, as in NNabla's code (its docstring's "Default value
+    is False"): ``load_func`` runs for every example of every epoch, so
+    random augmentation in it stays random. The other arguments are those of
+    :func:`data_iterator`.
+    """
     return data_iterator(SimpleDataSource(load_func, num_examples, shuffle=shuffle, rng=rng),
                          batch_size, rng, with_memory_cache, with_file_cache, cache_dir,
-                         epoch_begin_callbacks, epoch_end_callbacks, **options)
+                         epoch_begin_callbacks, epoch_end_callbacks, use_thread=use_thread,
+                         stop_exhausted=stop_exhausted, n_processes=n_processes)
 
 
 def data_iterator_csv_dataset(uri: str, batch_size: int, shuffle: bool = False, rng: Any = None,
                               normalize: bool = True, with_memory_cache: bool = True,
                               with_file_cache: bool = True, cache_dir: str | None = None,
                               epoch_begin_callbacks: Sequence[Callback] = (),
-                              epoch_end_callbacks: Sequence[Callback] = (), **options: Any
-                              ) -> DataIterator:
-    """Batches of a CSV dataset file (see :mod:`dataset_kit.sources.csv_source`)."""
+                              epoch_end_callbacks: Sequence[Callback] = (), *,
+                              use_thread: bool = True, stop_exhausted: bool = False,
+                              n_processes: int | None = None) -> DataIterator:
+    """Batches of a CSV dataset file (see :mod:`dataset_kit.sources.csv_source`).
+
+    Both caches by default, as in NNabla (the only factory where that is so).
+    ``normalize`` scales images to [0, 1]; the other arguments are those of
+    :func:`data_iterator`.
+    """
     source = CsvDataSource(uri, shuffle=shuffle, rng=rng, normalize=normalize)
     return data_iterator(source, batch_size, rng, with_memory_cache, with_file_cache, cache_dir,
-                         epoch_begin_callbacks, epoch_end_callbacks, **options)
+                         epoch_begin_callbacks, epoch_end_callbacks, use_thread=use_thread,
+                         stop_exhausted=stop_exhausted, n_processes=n_processes)
 
 
 def data_iterator_cache(uri: str, batch_size: int, shuffle: bool = False, rng: Any = None,
                         normalize: bool = True, with_memory_cache: bool = True,
                         epoch_begin_callbacks: Sequence[Callback] = (),
-                        epoch_end_callbacks: Sequence[Callback] = (), **options: Any
-                        ) -> DataIterator:
-    """Batches of a cache directory (see :mod:`dataset_kit.sources.file_cache`)."""
+                        epoch_end_callbacks: Sequence[Callback] = (), *,
+                        use_thread: bool = True, stop_exhausted: bool = False,
+                        n_processes: int | None = None) -> DataIterator:
+    """Batches of a cache directory (see :mod:`dataset_kit.sources.file_cache`).
+
+    ``normalize`` scales uint8 (and uint16) parts to float32 in [0, 1];
+    without it the stored dtypes come back unchanged. The memory cache is on
+    by default, as in NNabla; the other arguments are those of
+    :func:`data_iterator`.
+    """
     source = CacheDataSource(uri, shuffle=shuffle, rng=rng, normalize=normalize)
     return data_iterator(source, batch_size, rng, with_memory_cache, False, None,
-                         epoch_begin_callbacks, epoch_end_callbacks, **options)
+                         epoch_begin_callbacks, epoch_end_callbacks, use_thread=use_thread,
+                         stop_exhausted=stop_exhausted, n_processes=n_processes)
 
 
 def data_iterator_concat_datasets(data_source_list: Sequence[DataSource], batch_size: int,
@@ -353,9 +424,15 @@ def data_iterator_concat_datasets(data_source_list: Sequence[DataSource], batch_
                                   with_memory_cache: bool = True, with_file_cache: bool = False,
                                   cache_dir: str | None = None,
                                   epoch_begin_callbacks: Sequence[Callback] = (),
-                                  epoch_end_callbacks: Sequence[Callback] = (), **options: Any
-                                  ) -> DataIterator:
-    """Batches of several sources one after another (NNabla's ``ConcatDataSource``)."""
+                                  epoch_end_callbacks: Sequence[Callback] = (), *,
+                                  use_thread: bool = True, stop_exhausted: bool = False,
+                                  n_processes: int | None = None) -> DataIterator:
+    """Batches of several sources one after another (NNabla's ``ConcatDataSource``).
+
+    The memory cache only, by default, as in NNabla; the other arguments are
+    those of :func:`data_iterator`.
+    """
     source = ConcatDataSource(data_source_list, shuffle=shuffle, rng=rng)
     return data_iterator(source, batch_size, rng, with_memory_cache, with_file_cache, cache_dir,
-                         epoch_begin_callbacks, epoch_end_callbacks, **options)
+                         epoch_begin_callbacks, epoch_end_callbacks, use_thread=use_thread,
+                         stop_exhausted=stop_exhausted, n_processes=n_processes)

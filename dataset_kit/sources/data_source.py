@@ -5,9 +5,14 @@ value per name in ``variables``) and keeps its own order and position. In
 dataset_kit the iterator owns the order, the position and the epochs (so it
 can resume exactly): a data source is a :class:`~dataset_kit.DatasetMixin`
 whose example ``i`` is ``tuple(_get_data(i))``, and its ``shuffle`` flag
-asks the iterator to shuffle. ``position`` and ``reset()`` are kept for code
-that reads them; a :class:`~dataset_kit.sources.DataIterator` does not need
-them.
+asks the iterator to shuffle.
+
+Code that reads a source directly gets NNabla's behaviour: :meth:`DataSource.next`
+walks the source's *own* order (``order``), which a shuffling source draws
+from its ``rng`` when NNabla's class does (:class:`SimpleDataSource` at
+construction and in ``apply_order()``; :class:`ConcatDataSource` and
+:class:`~dataset_kit.sources.CsvDataSource` in ``reset()``, which their
+constructors call). Iterators never read or change that order, nor ``position``.
 """
 
 from __future__ import annotations
@@ -44,6 +49,8 @@ class DataSource(DatasetMixin):
         self._size = 0
         self._variables: tuple[str, ...] | None = None
         self._position = 0
+        # The order next() walks (NNabla's name); None: the index order.
+        self._order: Sequence[int] | None = None
 
     def _get_data(self, position: int) -> Sequence[Any]:
         raise NotImplementedError
@@ -74,9 +81,28 @@ class DataSource(DatasetMixin):
     def shuffle(self, value: bool) -> None:
         self._shuffle = bool(value)
 
+    @property
+    def order(self) -> Sequence[int]:
+        """The order :meth:`next` walks (``0 .. size-1`` unless the source drew its own)."""
+        return np.arange(self._size) if self._order is None else self._order
+
+    def _draw_order(self) -> np.ndarray | None:
+        """A new order for :meth:`next`: a permutation from ``rng`` with ``shuffle``."""
+        return self._rng.permutation(self._size) if self._shuffle else None
+
     def next(self) -> tuple:
-        """Return the example at :attr:`position` and move past it."""
-        data = tuple(self._get_data(self._position))
+        """Return the example at :attr:`position` of :attr:`order` and move past it.
+
+        Raises:
+            IndexError: if the whole order has been read (call :meth:`reset`).
+        """
+        position = self._position
+        if self._order is not None:
+            if not 0 <= position < len(self._order):
+                raise IndexError(f"position {position} is past the end of the source's order "
+                                 f"of {len(self._order)} examples; call reset() to read it again")
+            position = int(self._order[position])
+        data = tuple(self._get_data(position))
         self._position += 1
         return data
 
@@ -84,8 +110,11 @@ class DataSource(DatasetMixin):
         return self.next()
 
     def reset(self) -> None:
-        """Go back to position 0."""
+        """Go back to position 0 (sources that shuffle themselves also draw a new order)."""
         self._position = 0
+
+    def apply_order(self) -> None:
+        """NNabla's hook for "an epoch and its batch are done": nothing for this class."""
 
     def close(self) -> None:
         """Release what the source holds (files, temporary directories). Idempotent."""
@@ -107,6 +136,10 @@ class DataSource(DatasetMixin):
 
 class SimpleDataSource(DataSource):
     """Examples from ``load_func(index)`` (NNabla's ``SimpleDataSource``).
+
+    Its own order (what :meth:`~DataSource.next` walks) is drawn at
+    construction and by :meth:`apply_order`; :meth:`reset` keeps it, as in
+    NNabla.
 
     Args:
         load_func: returns the tuple of arrays of example ``index``; every
@@ -130,9 +163,14 @@ class SimpleDataSource(DataSource):
         self._size = non_negative_int("num_examples", num_examples)
         self._variables = tuple(f"x{k}" for k in range(len(load_func(0)))) \
             if self._size else ()
+        self._order = self._draw_order()
 
     def _get_data(self, position: int) -> Sequence[Any]:
         return self._load_func(position)
+
+    def apply_order(self) -> None:
+        """Draw the next order (a new permutation with ``shuffle``), as NNabla's does."""
+        self._order = self._draw_order()
 
 
 class SlicedDataSource(DataSource):
@@ -187,11 +225,18 @@ class ConcatDataSource(DataSource):
         self._ends = np.cumsum([s.size for s in sources])
         self._size = int(self._ends[-1])
         self._variables = sources[0].variables
+        self.reset()
 
     def _get_data(self, position: int) -> Sequence[Any]:
         k = int(np.searchsorted(self._ends, position, side="right"))
         start = int(self._ends[k - 1]) if k else 0
         return self._data_sources[k]._get_data(position - start)
+
+    def reset(self) -> None:
+        """Go back to position 0; with ``shuffle``, draw a new order (NNabla's)."""
+        if self._shuffle:
+            self._order = self._draw_order()
+        super().reset()
 
     def close(self) -> None:
         for source in self._data_sources:
@@ -202,8 +247,9 @@ class ConcatDataSource(DataSource):
 class DataSourceWithMemoryCache(DataSource):
     """Another source's examples, kept in memory after their first load.
 
-    As in NNabla, every part of an example is kept as a float32 array, and
-    only when the whole source fits in 1 GiB (measured on example 0);
+    As in NNabla's code, examples are kept as the source returned them
+    (arrays keep their dtype), and only when the whole source fits in 1 GiB
+    (measured on example 0, counting a list as float32, as NNabla does);
     otherwise examples pass through uncached. Each process keeps its own
     cache (worker processes fill theirs as they go).
 
@@ -222,22 +268,17 @@ class DataSourceWithMemoryCache(DataSource):
         self._lock = threading.Lock()
         self._on_memory = False
         if self._size:
-            first = self._as_float32(data_source._get_data(0))
-            example_bytes = sum(part.nbytes for part in first)
-            self._on_memory = example_bytes * self._size < MEMORY_CACHE_MAX_BYTES
+            first = tuple(data_source._get_data(0))
+            self._on_memory = _nbytes(first) * self._size < MEMORY_CACHE_MAX_BYTES
             if self._on_memory:
                 self._cache[0] = first
-
-    @staticmethod
-    def _as_float32(data: Sequence[Any]) -> tuple:
-        return tuple(np.array(part, dtype=np.float32) for part in data)
 
     def _get_data(self, position: int) -> Sequence[Any]:
         if not self._on_memory:
             return self._data_source._get_data(position)
         data = self._cache.get(position)
         if data is None:
-            data = self._as_float32(self._data_source._get_data(position))
+            data = tuple(self._data_source._get_data(position))
             with self._lock:
                 self._cache.setdefault(position, data)
         return data
@@ -256,3 +297,13 @@ class DataSourceWithMemoryCache(DataSource):
         self._cache.clear()
         self._data_source.close()
         super().close()
+
+
+def _nbytes(example: Sequence[Any]) -> int:
+    """An example's size as NNabla's memory cache measures it (a list as float32)."""
+    total = 0
+    for part in example:
+        if isinstance(part, list):
+            part = np.array(part, dtype=np.float32)
+        total += int(np.asarray(part).nbytes)
+    return total

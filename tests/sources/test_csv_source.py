@@ -40,7 +40,9 @@ def test_cells_load_as_nnabla_loads_them(dataset):
     np.testing.assert_array_equal(x, _pixels(4).transpose(2, 0, 1))  # CHW uint8
     assert x.dtype == np.uint8
     np.testing.assert_array_equal(a, [[4.0, 1.5], [2.0, -4.0]])
-    assert y.tolist() == [1.0] and v.tolist() == [4.0, 40.0]  # a lone number is a 1-vector
+    # as NNabla's: a lone number is a 1-element list, a vector a list (the file cache
+    # stores them as float32)
+    assert y == [1.0] and v == [4.0, 40.0]
     normalized = CsvDataSource(str(dataset / "data.csv"), normalize=True).get_example(4)[0]
     np.testing.assert_allclose(normalized, _pixels(4).transpose(2, 0, 1) / 255.0)
 
@@ -91,4 +93,29 @@ def test_a_csv_dataset_over_http(dataset, http_server, dataset_root):
 
 def test_file_urls_work(dataset):
     source = CsvDataSource((dataset / "data.csv").as_uri())
-    assert source.get_example(0)[2].tolist() == [0.0]
+    assert source.get_example(0)[2] == [0.0]
+
+
+@pytest.mark.parametrize("bom", [b"", b"\xef\xbb\xbf"])
+def test_a_file_that_is_not_utf8_names_the_file_line_and_offset(tmp_path, bom):
+    path = tmp_path / "latin.csv"
+    path.write_bytes(bom + b"x,y\n1,2\n3,caf\xe9\n")
+    with pytest.raises(ValueError, match=r"latin.csv line 3: byte 0xe9 at offset "
+                                         f"{len(bom) + 13} is not UTF-8"):
+        CsvDataSource(str(path))
+
+
+def test_a_cell_file_that_is_not_utf8_names_the_row_and_the_file(tmp_path):
+    (tmp_path / "a.csv").write_bytes(b"1,2\n\xff\n")
+    (tmp_path / "d.csv").write_text("x\na.csv\n")
+    with pytest.raises(ValueError, match=r"d.csv line 2, column 'x'.*a.csv line 2: byte 0xff"):
+        CsvDataSource(str(tmp_path / "d.csv")).get_example(0)
+
+
+def test_a_cell_over_the_field_limit_names_the_file_and_line(tmp_path):
+    import csv
+
+    path = tmp_path / "big.csv"
+    path.write_text("x,y\n1,2\n3," + "9" * (csv.field_size_limit() + 1) + "\n")
+    with pytest.raises(ValueError, match=r"big.csv line 3: field larger than field limit"):
+        CsvDataSource(str(path))
