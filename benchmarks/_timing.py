@@ -15,3 +15,19 @@ def best_of(runs: int, **candidates: Callable[[], object]) -> dict[str, float]:
             fn()
             best[name] = min(best[name], time.perf_counter() - start)
     return best
+
+
+def median_of(runs: int, **candidates: Callable[[], object]) -> dict[str, float]:
+    """Time each candidate ``runs`` times, interleaved, and return the median seconds.
+
+    Medians, not best runs, are what we report: a best run hides the noise a
+    user's machine has too.
+    """
+    times: dict[str, list[float]] = {name: [] for name in candidates}
+    for _ in range(runs):
+        for name, fn in candidates.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return {name: sorted(t)[len(t) // 2] if len(t) % 2 else
+            sum(sorted(t)[len(t) // 2 - 1:len(t) // 2 + 1]) / 2 for name, t in times.items()}
