@@ -17,6 +17,7 @@ it stands for.
 
 from __future__ import annotations
 
+import json
 import math
 import numbers
 import reprlib
@@ -137,6 +138,38 @@ def index_field(mapping: dict, key: str, low: int, end: int | None, where: str =
     allowed = f">= {low}" if end is None else f"in [{low}, {end})"
     raise ValueError(f"{prefix}{where}[{key!r}] must be an integer {allowed}, got "
                      f"{short(value)}")
+
+
+def json_text(key: str, value: Any) -> str:
+    """The text a deserializer returned for ``key`` (a str, bytes or 0-d string array).
+
+    Raises:
+        ValueError: naming ``key``, if it is not text.
+    """
+    if isinstance(value, np.ndarray) and value.shape == () and value.dtype.kind in "US":
+        value = value.item()
+    if isinstance(value, bytes):
+        try:
+            value = value.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise ValueError(f"{key!r} is not UTF-8 text: {error}") from None
+    if not isinstance(value, str):
+        raise ValueError(f"{key!r} must be the JSON text of a state, got {short(value)}")
+    return value
+
+
+def parse_json(key: str, value: Any) -> Any:
+    """Parse the JSON text a deserializer returned for ``key``.
+
+    Raises:
+        ValueError: naming ``key``, if it is not text or not valid JSON.
+    """
+    text = json_text(key, value)
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as error:
+        raise ValueError(f"{key!r} is not valid JSON ({type(error).__name__}: {error}); the "
+                         f"checkpoint is damaged: {short(text)}") from None
 
 
 def short(value: Any) -> str:
