@@ -73,12 +73,12 @@ def read_state(state: Any, spec: BatchSpec, dataset_length: int, sampler_kind: s
             an impossible value (the message names the field, what it must be
             and what it is).
     """
-    if not (isinstance(state, dict) and _same(state.get("format"), STATE_FORMAT)):
+    if not (isinstance(state, dict) and same(state.get("format"), STATE_FORMAT)):
         raise ValueError(f"state is not a dataset_kit iterator state: {short(state)}")
     version = state.get("version", _MISSING)
-    if _same(version, 1):
+    if same(version, 1):
         state = _upgrade_v1(state, sampler_kind)
-    elif not _same(version, STATE_VERSION):
+    elif not same(version, STATE_VERSION):
         raise ValueError(
             f"state has format version {short(version)}; this dataset_kit reads versions 1 and "
             f"{STATE_VERSION}"
@@ -86,7 +86,7 @@ def read_state(state: Any, spec: BatchSpec, dataset_length: int, sampler_kind: s
     for key, mine in (("dataset_length", dataset_length), ("batch_size", spec.batch_size),
                       ("repeat", spec.repeat), ("epoch_size", spec.epoch_size),
                       ("last_batch", spec.last_batch)):
-        if not _same(state.get(key, _MISSING), mine):
+        if not same(state.get(key, _MISSING), mine):
             raise ValueError(
                 f"state was saved with {key}={short(state.get(key, _MISSING))}, but this "
                 f"iterator has {key}={mine!r}"
@@ -188,8 +188,8 @@ def _real(value: Any) -> bool:
             and math.isfinite(value))
 
 
-def _same(got: Any, mine: Any) -> bool:
-    """Whether a saved spec value equals this engine's, of the same kind (1 is not True)."""
+def same(got: Any, mine: Any) -> bool:
+    """Whether a saved value equals ``mine`` and is of the same kind (1 is not True)."""
     if isinstance(mine, int) and not isinstance(mine, bool):
         return _integral(got) and got == mine
     return type(got) is type(mine) and got == mine
