@@ -55,7 +55,6 @@ class Orders:
         self.size = size
         self.kind = NO_SAMPLER if sampler is None else sampler_kind(sampler)
         self.epoch_size = size
-        self._owned = False
         self._cache: dict[int, np.ndarray] = {}
         self._pinned: set[int] = set()
         # epoch -> position where its latest planned chunk began: Chainer
@@ -256,8 +255,6 @@ class Orders:
             other.order_of(epoch)
             if position.carry:
                 other.order_of(epoch - 1)
-        except ValueError:
-            raise
         except Exception as error:  # a user's sampler may raise anything on a bad state
             raise ValueError(f"order sampler {kind!r} cannot compute the orders of epoch "
                              f"{epoch} from {where}: {type(error).__name__}: {error}") from error
@@ -280,7 +277,6 @@ class Orders:
         # Always a fresh copy: the sampler object is shared with copies of
         # this iterator (and is the user's until the first load).
         self.sampler = copy.deepcopy(self.sampler)
-        self._owned = True
         try:
             self.sampler.load_state_dict(state["state"])
         except Exception as error:  # a user's sampler may raise anything on a bad state
