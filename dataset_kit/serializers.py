@@ -138,8 +138,9 @@ def load_npz(path: str | os.PathLike, obj: Serializable) -> None:
     The whole file is read and checked before ``obj`` sees any of it (the
     zip structure, each member's CRC, each array's header against its size;
     no Python objects), so a truncated or corrupted checkpoint changes
-    nothing and cannot make the reader allocate more than its arrays hold. dataset_kit's iterators also check the state itself before
-    taking any of it. After a successful load, temporaries of saves of
+    nothing and cannot make the reader allocate more than its arrays hold.
+    dataset_kit's iterators also check the state itself before taking any
+    of it. After a successful load, temporaries of saves of
     ``path`` whose process is dead are removed.
 
     Args:

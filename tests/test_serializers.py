@@ -1,3 +1,4 @@
+import io
 import os
 import signal
 import subprocess
@@ -108,8 +109,9 @@ def test_a_chainer_snapshot_whose_order_has_one_element_is_refused_not_broadcast
 def test_a_no_shuffle_checkpoint_in_a_shuffled_iterator_says_why_it_cannot_load(tmp_path):
     path = saved(tmp_path, iterator(shuffle=False, seed=None))
     it = iterator()
-    with pytest.raises(SamplerMismatchError, match="order sampler 'none', but this iterator "
-                                                   "uses 'shuffle'.*no 'order' \\(nor '_order'\\)"):
+    message = (r"order sampler 'none', but this iterator uses 'shuffle'"
+               r".*no 'order' \(nor '_order'\)")
+    with pytest.raises(SamplerMismatchError, match=message):
         load_npz(path, it)
 
 
@@ -255,3 +257,22 @@ def test_a_successful_load_removes_what_killed_saves_left(tmp_path):
     assert len(parts(tmp_path)) == 1
     load_npz(path, iterator())
     assert parts(tmp_path) == []
+
+
+def test_a_header_claiming_a_huge_array_is_refused_without_allocating_it(tmp_path):
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        header, {"descr": "<i8", "fortran_order": False, "shape": (2**40,)})
+    member = header.getvalue() + bytes(8)  # the header starts with the magic
+    path = tmp_path / "huge.npz"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("weights.npy", member)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match=r"huge.npz: member 'weights.npy' has a header for "
+                                             r"shape \(1099511627776,\).*holds 8 bytes"):
+            load_npz(path, Counter())
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20
