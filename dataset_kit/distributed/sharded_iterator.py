@@ -19,6 +19,7 @@ from dataset_kit._checks import non_negative_int, positive_int
 from dataset_kit.distributed._shards import SHARD_POLICIES, global_order, rank_share, \
     share_length
 from dataset_kit.distributed.communicators import DistributedError, as_communicator
+from dataset_kit.iterators import _checkpoint
 from dataset_kit.iterators._chainer_api import ChainerIterator
 from dataset_kit.iterators._engine import Engine
 from dataset_kit.iterators._executor_spec import DEFAULT_BATCH_TIMEOUT, ExecutorSpec
@@ -207,26 +208,33 @@ class ShardedIterator(ChainerIterator):
                 saved with another dataset length, seed, shuffle, repeat
                 mode or last-batch policy (the message names both values).
         """
-        if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
-            raise ValueError(f"state is not a ShardedIterator state: {str(state)[:120]}")
-        if state.get("version") != STATE_VERSION:
-            raise ValueError(f"state has format version {state.get('version')!r}; this "
+        short = _checkpoint.short
+        if not (isinstance(state, dict) and _checkpoint.same(state.get("format"), STATE_FORMAT)):
+            raise ValueError(f"state is not a ShardedIterator state: {short(state)}")
+        if not _checkpoint.same(state.get("version"), STATE_VERSION):
+            raise ValueError(f"state has format version {short(state.get('version'))}; this "
                              f"dataset_kit reads version {STATE_VERSION}")
         mine = self.state_dict()
         for key in ("dataset_length", "seed", "shuffle", "repeat", "last_batch"):
-            if state.get(key) != mine[key]:
-                raise ValueError(f"state was saved with {key}={state.get(key)!r}, but this "
+            if not _checkpoint.same(state.get(key), mine[key]):
+                raise ValueError(f"state was saved with {key}={short(state.get(key))}, but this "
                                  f"iterator has {key}={mine[key]!r}")
-        epoch, start = state.get("epoch"), state.get("global_position")
         size = mine["dataset_length"]
-        if not (isinstance(epoch, int) and epoch >= 0 and isinstance(start, int)
-                and 0 <= start < max(size, 1)):
-            raise ValueError(f"state has an invalid position: epoch={epoch!r}, "
-                             f"global_position={start!r}")
+        try:
+            epoch = _checkpoint.index_field(state, "epoch", 0, 2**63)
+            start = _checkpoint.index_field(state, "global_position", 0, max(size, 1))
+        except ValueError as error:
+            raise ValueError(f"state has an invalid position: epoch={short(state.get('epoch'))}, "
+                             f"global_position={short(state.get('global_position'))} ({error})"
+                             ) from None
+        if type(state.get("is_new_epoch")) is not bool:
+            raise ValueError(f"state['is_new_epoch'] must be True or False, got "
+                             f"{short(state.get('is_new_epoch'))}")
         engine = self._engine
         local = engine.state_dict()
+        # The engine checks the rest (previous_epoch_detail) before changing anything.
         local.update(epoch=epoch, current_position=0, carry=0,
-                     is_new_epoch=bool(state.get("is_new_epoch")),
+                     is_new_epoch=state["is_new_epoch"],
                      previous_epoch_detail=state.get("previous_epoch_detail"))
         local["order_sampler"] = {"kind": _RankShareSampler.state_kind}
         segment = None
@@ -252,10 +260,11 @@ class ShardedIterator(ChainerIterator):
 
         The state travels as JSON under the key ``dataset_kit_sharded_state``.
         """
+        key = "dataset_kit_sharded_state"
         text = json.dumps(self.state_dict())
-        got = serializer("dataset_kit_sharded_state", text)
-        if got is not None and str(got) != text:
-            self.load_state_dict(json.loads(str(got)))
+        got = serializer(key, text)
+        if got is not None and _checkpoint.json_text(key, got) != text:
+            self.load_state_dict(_checkpoint.parse_json(key, got))
 
 
 def _check_agreement(values: list[dict], what: str) -> None:

@@ -18,6 +18,7 @@ import numpy as np
 
 from dataset_kit.convert import concat_examples
 from dataset_kit.io.data_iter import DataDesc, DataIter
+from dataset_kit.iterators import _checkpoint
 from dataset_kit.iterators._engine import Engine
 
 # How DataBatch.pad is counted:
@@ -106,10 +107,16 @@ class EngineDataIter(DataIter):
             ValueError: if the state does not fit this iterator.
         """
         if not isinstance(state, dict) or "engine" not in state:
-            raise ValueError(f"state is not a DataIter state: {state!r:.120}")
+            raise ValueError(f"state is not a DataIter state: {_checkpoint.short(state)}")
+        # Check this door's fields first: the engine's load is all or nothing.
+        flags = {key: state.get(key, default)
+                 for key, default in (("epoch_open", True), ("exhausted", False))}
+        for key, value in flags.items():
+            if type(value) is not bool:
+                raise ValueError(f"state[{key!r}] must be True or False, got "
+                                 f"{_checkpoint.short(value)}")
         self._engine.load_state_dict(state["engine"])
-        self._epoch_open = bool(state.get("epoch_open", True))
-        self._exhausted = bool(state.get("exhausted", False))
+        self._epoch_open, self._exhausted = flags["epoch_open"], flags["exhausted"]
 
     def close(self) -> None:
         """Release threads, processes and shared memory. Idempotent."""

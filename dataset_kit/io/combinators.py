@@ -6,6 +6,7 @@ from typing import Any
 
 from dataset_kit._checks import positive_int
 from dataset_kit.io.data_iter import DataBatch, DataDesc, DataIter
+from dataset_kit.iterators import _checkpoint
 
 
 class _OverBatches(DataIter):
@@ -69,8 +70,16 @@ class ResizeIter(_OverBatches):
         return {"inner": self.data_iter.state_dict(), "cur": self.cur}
 
     def load_state_dict(self, state: dict) -> None:
+        """Resume from :meth:`state_dict`; a refused state changes nothing.
+
+        Raises:
+            ValueError: if the state does not fit (naming the key).
+        """
+        if not isinstance(state, dict) or "inner" not in state:
+            raise ValueError(f"state is not a ResizeIter state: {_checkpoint.short(state)}")
+        cur = _checkpoint.index_field(state, "cur", 0, self.size + 1)
         self.data_iter.load_state_dict(state["inner"])
-        self.cur = int(state["cur"])
+        self.cur = cur
 
 
 class PrefetchingIter(_OverBatches):
@@ -138,5 +147,22 @@ class PrefetchingIter(_OverBatches):
         return {"inner": [it.state_dict() for it in self.iters]}
 
     def load_state_dict(self, state: dict) -> None:
-        for it, inner in zip(self.iters, state["inner"]):
-            it.load_state_dict(inner)
+        """Resume every iterator from :meth:`state_dict`; a refused state changes none.
+
+        Raises:
+            ValueError: if the state does not fit (naming the key).
+        """
+        inner = state.get("inner") if isinstance(state, dict) else None
+        if not (isinstance(inner, list) and len(inner) == len(self.iters)):
+            raise ValueError(f"state['inner'] must be a list of {len(self.iters)} iterator "
+                             f"states, got {_checkpoint.short(inner)}")
+        # Each iterator's load is all or nothing; if a later one refuses, put
+        # back the ones already loaded.
+        before = [it.state_dict() for it in self.iters]
+        for k, (it, part) in enumerate(zip(self.iters, inner)):
+            try:
+                it.load_state_dict(part)
+            except BaseException:
+                for loaded, old in zip(self.iters[:k], before):
+                    loaded.load_state_dict(old)
+                raise

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from dataset_kit.iterators import _checkpoint
 from dataset_kit.iterators._engine import Engine
 from dataset_kit.iterators._orders import SamplerMismatchError
 from dataset_kit.iterators.iterator import Iterator
@@ -185,7 +186,8 @@ class ChainerIterator(Iterator):
         previous = state["previous_epoch_detail"]
         sent = {key: state[key] for key in _CHAINER_KEYS}
         sent["previous_epoch_detail"] = -1.0 if previous is None else previous
-        got = {key: _ask(serializer, key, value) for key, value in sent.items()
+        missing: list[str] = []  # keys a deserializer lacks; they matter only without ours
+        got = {key: _ask(serializer, key, value, missing) for key, value in sent.items()
                if key != "previous_epoch_detail"}
         order = self._engine.current_order()
         got_order = None
@@ -193,7 +195,7 @@ class ChainerIterator(Iterator):
             try:
                 got_order = serializer("order", order.copy())
             except KeyError:
-                got_order = _ask(serializer, "_order", order.copy())
+                got_order = _ask(serializer, "_order", order.copy(), missing)
         try:
             got["previous_epoch_detail"] = serializer("previous_epoch_detail",
                                                       sent["previous_epoch_detail"])
@@ -203,13 +205,31 @@ class ChainerIterator(Iterator):
             got_text = serializer("dataset_kit_state", text)
         except KeyError:
             got_text = None
-        if got_text is not None and str(got_text) != text:
+        self._load_serialized(sent, got, order, got_order, text, got_text, missing)
+
+    def _load_serialized(self, sent: dict, got: dict, order: np.ndarray | None,
+                         got_order: Any, text: str, got_text: Any, missing: list[str]) -> None:
+        """Load what a deserializer returned (nothing, for a serializer that writes)."""
+        if got_text is not None:
+            if _checkpoint.json_text("dataset_kit_state", got_text) == text:
+                return  # a serializer that writes, or the state this iterator has
             try:
-                self.load_state_dict(json.loads(str(got_text)))
+                self.load_state_dict(_checkpoint.parse_json("dataset_kit_state", got_text))
                 return
-            except SamplerMismatchError:
-                pass  # Chainer's semantics: resume the epoch in the saved order, below
-        got = {key: sent[key] if value is None and key != "previous_epoch_detail" else value
+            except SamplerMismatchError as mismatch:
+                if missing:
+                    raise SamplerMismatchError(
+                        f"the checkpoint's 'dataset_kit_state' does not fit: {mismatch}; and "
+                        f"it has no {_names(missing)} entry to continue the epoch in progress "
+                        f"from, as Chainer would, so it cannot be resumed by this iterator "
+                        f"(build it with the saved shuffle or order sampler)") from None
+                # Chainer's semantics: resume the epoch in the saved order, below.
+        elif missing:
+            raise KeyError(
+                f"the iterator state has no {missing[0]!r} entry (and no 'dataset_kit_state'); "
+                f"it cannot be resumed")
+        got = {key: _chainer_value(key, sent[key] if value is None and
+                                   key != "previous_epoch_detail" else value)
                for key, value in got.items()}
         same_order = got_order is None or np.array_equal(np.asarray(got_order), order)
         if got == sent and same_order:
@@ -219,7 +239,7 @@ class ChainerIterator(Iterator):
     def _load_chainer_keys(self, got: dict, order: Any) -> None:
         """Resume from a state written by Chainer's iterators."""
         engine = self._engine
-        epoch, position = int(got["epoch"]), int(got["current_position"])
+        epoch, position = got["epoch"], got["current_position"]
         previous = got["previous_epoch_detail"]
         if previous is None:
             # Chainer's guess for snapshots older than previous_epoch_detail.
@@ -228,19 +248,50 @@ class ChainerIterator(Iterator):
             previous = max(previous, 0.0) if epoch + position / n > 0 else -1.0
         state = self.state_dict()
         state.update(epoch=epoch, current_position=position,
-                     is_new_epoch=bool(got["is_new_epoch"]), carry=0,
+                     is_new_epoch=got["is_new_epoch"], carry=0,
                      previous_epoch_detail=None if float(previous) < 0 else float(previous))
         if order is not None:
             state["order_sampler"] = dict(state["order_sampler"],
                                           order=np.asarray(order).tolist())
             state["order_sampler"].pop("previous_order", None)
-        self.load_state_dict(state)
+        try:
+            self.load_state_dict(state)
+        except ValueError as error:
+            raise ValueError(f"the checkpoint's Chainer keys ({', '.join(_CHAINER_KEYS)}, "
+                             f"order, previous_epoch_detail) do not fit this iterator: "
+                             f"{error}") from None
 
 
-def _ask(serializer: Any, key: str, value: Any) -> Any:
+def _ask(serializer: Any, key: str, value: Any, missing: list[str]) -> Any:
+    """``serializer(key, value)``; a missing key is noted in ``missing`` and gives None."""
     try:
         return serializer(key, value)
-    except KeyError as error:
-        raise KeyError(
-            f"the iterator state has no {key!r} entry (and no 'dataset_kit_state'); "
-            f"it cannot be resumed") from error
+    except KeyError:
+        missing.append(key)
+        return None
+
+
+def _names(missing: list[str]) -> str:
+    return "'order' (nor '_order')" if missing[-1] == "_order" else repr(missing[-1])
+
+
+def _chainer_value(key: str, value: Any) -> Any:
+    """A value of one of Chainer's keys as the Python scalar it stands for.
+
+    Raises:
+        ValueError: naming the key, if the value is not one scalar of its kind.
+    """
+    array = np.asarray(value)
+    kinds, expected = {"epoch": ("iu", "an integer >= 0"),
+                       "current_position": ("iu", "an integer >= 0"),
+                       "is_new_epoch": ("b", "True or False"),
+                       "previous_epoch_detail": ("iuf", "a number")}[key]
+    if value is None and key == "previous_epoch_detail":
+        return None
+    if array.size != 1 or array.dtype.kind not in kinds:
+        raise ValueError(f"the checkpoint's {key!r} must be {expected}, got "
+                         f"{_checkpoint.short(value)}")
+    item = array.reshape(()).item()
+    if kinds == "iu" and item < 0:
+        raise ValueError(f"the checkpoint's {key!r} must be {expected}, got {item}")
+    return float(item) if key == "previous_epoch_detail" else item

@@ -17,7 +17,13 @@ it stands for.
 
 from __future__ import annotations
 
+import json
+import math
+import numbers
+import reprlib
 from typing import Any
+
+import numpy as np
 
 from dataset_kit.iterators._spec import BatchSpec
 from dataset_kit.iterators._statemachine import Position
@@ -25,6 +31,11 @@ from dataset_kit.iterators._statemachine import Position
 STATE_FORMAT = "dataset_kit.iterator"
 STATE_VERSION = 2
 _V1_SHUFFLE_KIND = "dataset_kit.iterators.order_samplers.ShuffleOrderSampler"
+# Epochs and positions travel through int64 arrays (batch plans, worker tasks).
+_INT64_END = 2**63
+_MISSING = object()
+_REPR = reprlib.Repr()
+_REPR.maxstring = _REPR.maxother = 80
 
 
 def make_state(spec: BatchSpec, dataset_length: int, position: Position, seed: int,
@@ -51,44 +62,137 @@ def make_state(spec: BatchSpec, dataset_length: int, position: Position, seed: i
 def read_state(state: Any, spec: BatchSpec, dataset_length: int, sampler_kind: str) -> dict:
     """Check ``state`` against this engine and return it in version 2.
 
+    Every field is checked before anything is used, so a caller can apply the
+    state knowing it is whole. The order sampler's part (``order_sampler``) is
+    only checked to be a dict with a ``kind``; :mod:`._orders` checks the rest.
+
     Raises:
         ValueError: if it is not an iterator state, has an unknown version, or
             was saved for another dataset length, epoch size, batch size,
-            repeat mode or last-batch policy, or holds an invalid position.
+            repeat mode or last-batch policy, or a field has the wrong type or
+            an impossible value (the message names the field, what it must be
+            and what it is).
     """
-    if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
-        raise ValueError(f"state is not a dataset_kit iterator state: {_short(state)}")
-    version = state.get("version")
-    if version == 1:
+    if not (isinstance(state, dict) and same(state.get("format"), STATE_FORMAT)):
+        raise ValueError(f"state is not a dataset_kit iterator state: {short(state)}")
+    version = state.get("version", _MISSING)
+    if same(version, 1):
         state = _upgrade_v1(state, sampler_kind)
-    elif version != STATE_VERSION:
+    elif not same(version, STATE_VERSION):
         raise ValueError(
-            f"state has format version {version!r}; this dataset_kit reads versions 1 and "
+            f"state has format version {short(version)}; this dataset_kit reads versions 1 and "
             f"{STATE_VERSION}"
         )
     for key, mine in (("dataset_length", dataset_length), ("batch_size", spec.batch_size),
                       ("repeat", spec.repeat), ("epoch_size", spec.epoch_size),
                       ("last_batch", spec.last_batch)):
-        if state.get(key) != mine:
+        if not same(state.get(key, _MISSING), mine):
             raise ValueError(
-                f"state was saved with {key}={state.get(key)!r}, but this iterator has "
-                f"{key}={mine!r}"
+                f"state was saved with {key}={short(state.get(key, _MISSING))}, but this "
+                f"iterator has {key}={mine!r}"
             )
-    epoch, pos, carry = state.get("epoch"), state.get("current_position"), state.get("carry")
     n = spec.epoch_size
-    if not (isinstance(epoch, int) and epoch >= 0 and isinstance(pos, int)
-            and 0 <= pos < max(n, 1) and isinstance(carry, int)
-            and 0 <= carry <= n and (carry == 0 or (pos == 0 and epoch > 0))):
-        raise ValueError(f"state has an invalid position: epoch={epoch!r}, "
-                         f"current_position={pos!r}, carry={carry!r}")
+    invalid = "state has an invalid position: "
+    epoch = index_field(state, "epoch", 0, _INT64_END, prefix=invalid)
+    pos = index_field(state, "current_position", 0, max(n, 1), prefix=invalid)
+    carry = index_field(state, "carry", 0, n + 1, prefix=invalid)
+    if carry and not (pos == 0 and epoch > 0):
+        raise ValueError(f"{invalid}epoch={epoch!r}, "
+                         f"current_position={pos!r}, carry={carry!r} (examples carry over "
+                         f"only into the start of an epoch after the first)")
+    if type(state.get("is_new_epoch")) is not bool:
+        raise ValueError(f"state['is_new_epoch'] must be True or False, got "
+                         f"{short(state.get('is_new_epoch', _MISSING))}")
+    previous = state.get("previous_epoch_detail", _MISSING)
+    if previous is not None and not (_real(previous) and 0 <= previous < _INT64_END):
+        raise ValueError(f"state['previous_epoch_detail'] must be None or a finite number >= 0, "
+                         f"got {short(previous)}")
+    index_field(state, "seed", 0, None)
+    sampler = state.get("order_sampler", _MISSING)
+    if not (isinstance(sampler, dict) and isinstance(sampler.get("kind"), str)):
+        raise ValueError(f"state['order_sampler'] must be a dict with a 'kind' string, got "
+                         f"{short(sampler)}")
     return state
 
 
 def position_of(state: dict) -> Position:
     """Return the position a (checked) version-2 state records."""
-    previous = state.get("previous_epoch_detail")
-    return Position(state["epoch"], state["current_position"], bool(state.get("is_new_epoch")),
-                    None if previous is None else float(previous), state["carry"])
+    previous = state["previous_epoch_detail"]
+    return Position(int(state["epoch"]), int(state["current_position"]), state["is_new_epoch"],
+                    None if previous is None else float(previous), int(state["carry"]))
+
+
+def index_field(mapping: dict, key: str, low: int, end: int | None, where: str = "state",
+                prefix: str = "") -> int:
+    """Return ``mapping[key]`` if it is an integer in ``[low, end)`` (no upper bound: None).
+
+    ``prefix`` starts the error message (what the field is part of).
+
+    Raises:
+        ValueError: naming ``where[key]``, the allowed range and the value, if
+            it is missing, not an integer (bools are not) or out of range.
+    """
+    value = mapping.get(key, _MISSING)
+    if _integral(value) and value >= low and (end is None or value < end):
+        return int(value)
+    allowed = f">= {low}" if end is None else f"in [{low}, {end})"
+    raise ValueError(f"{prefix}{where}[{key!r}] must be an integer {allowed}, got "
+                     f"{short(value)}")
+
+
+def json_text(key: str, value: Any) -> str:
+    """The text a deserializer returned for ``key`` (a str, bytes or 0-d string array).
+
+    Raises:
+        ValueError: naming ``key``, if it is not text.
+    """
+    if isinstance(value, np.ndarray) and value.shape == () and value.dtype.kind in "US":
+        value = value.item()
+    if isinstance(value, bytes):
+        try:
+            value = value.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise ValueError(f"{key!r} is not UTF-8 text: {error}") from None
+    if not isinstance(value, str):
+        raise ValueError(f"{key!r} must be the JSON text of a state, got {short(value)}")
+    return value
+
+
+def parse_json(key: str, value: Any) -> Any:
+    """Parse the JSON text a deserializer returned for ``key``.
+
+    Raises:
+        ValueError: naming ``key``, if it is not text or not valid JSON.
+    """
+    text = json_text(key, value)
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as error:
+        raise ValueError(f"{key!r} is not valid JSON ({type(error).__name__}: {error}); the "
+                         f"checkpoint is damaged: {short(text)}") from None
+
+
+def short(value: Any) -> str:
+    """``repr(value)``, cut short (states can be large or deeply nested)."""
+    if value is _MISSING:
+        return "nothing (the key is missing)"
+    return _REPR.repr(value)
+
+
+def _integral(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
+def _real(value: Any) -> bool:
+    return (isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+            and math.isfinite(value))
+
+
+def same(got: Any, mine: Any) -> bool:
+    """Whether a saved value equals ``mine`` and is of the same kind (1 is not True)."""
+    if isinstance(mine, int) and not isinstance(mine, bool):
+        return _integral(got) and got == mine
+    return type(got) is type(mine) and got == mine
 
 
 def _upgrade_v1(state: dict, sampler_kind: str) -> dict:
@@ -106,7 +210,3 @@ def _upgrade_v1(state: dict, sampler_kind: str) -> dict:
         upgraded["order_sampler"] = sampler
     return upgraded
 
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 120 else text[:117] + "..."

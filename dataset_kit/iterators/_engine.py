@@ -284,11 +284,12 @@ class Engine:
                 format version, or was saved for another dataset length,
                 batching spec or order sampler.
         """
+        # Check everything first, then apply: a rejected state changes nothing.
         state = _checkpoint.read_state(state, self.spec, self.dataset_length, self._orders.kind)
         position = _checkpoint.position_of(state)
-        seed = non_negative_int("state['seed']", state.get("seed"))
+        orders = self._orders.loaded(state["order_sampler"], position)
         self._discard_planned()
         self._deferred = None
-        self._orders.load_state_dict(state["order_sampler"], position.epoch)
-        self.seed = seed
+        self._orders = orders
+        self.seed = int(state["seed"])
         self.position = self._planned = position

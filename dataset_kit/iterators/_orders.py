@@ -23,9 +23,16 @@ from typing import Any
 
 import numpy as np
 
-from dataset_kit.iterators.order_samplers import sampler_kind
+from dataset_kit.iterators._checkpoint import short
+from dataset_kit.iterators._statemachine import Position
+from dataset_kit.iterators.order_samplers import ShuffleOrderSampler, sampler_kind
 
 NO_SAMPLER = "none"
+# Samplers whose every order is a permutation of range(len(dataset)): a saved
+# order for them must be one too. Chainer lets any other sampler return any
+# in-range indices (its iterators check only an order's length), so for those
+# a saved order is checked for shape, range and length alone.
+PERMUTING_KINDS = frozenset({ShuffleOrderSampler.state_kind})
 
 
 class SamplerMismatchError(ValueError):
@@ -48,7 +55,6 @@ class Orders:
         self.size = size
         self.kind = NO_SAMPLER if sampler is None else sampler_kind(sampler)
         self.epoch_size = size
-        self._owned = False
         self._cache: dict[int, np.ndarray] = {}
         self._pinned: set[int] = set()
         # epoch -> position where its latest planned chunk began: Chainer
@@ -121,18 +127,29 @@ class Orders:
             self._note_stops(epoch)
         return order
 
-    def pin(self, epoch: int, order: Any) -> None:
+    def pin(self, epoch: int, order: Any, where: str = "the saved order") -> None:
         """Use ``order`` for ``epoch`` instead of asking the sampler.
 
+        Args:
+            epoch: the epoch the order is for.
+            order: a 1-D integer array-like.
+            where: how to name the order in an error (a state's key).
+
         Raises:
-            ValueError: if ``order`` has another length than the epoch size or
-                indices outside the dataset.
+            ValueError: if ``order`` is not a 1-D integer array of the epoch
+                size with indices inside the dataset, or, for a sampler whose
+                orders are permutations (:data:`PERMUTING_KINDS`), not a
+                permutation of the dataset's indices.
         """
-        order = _check_indices(order, self.size, self.kind)
+        order = _saved_indices(where, order, self.size)
         if len(order) != self.epoch_size:
             raise ValueError(
-                f"the saved order has length {len(order)}, but this iterator's epochs have "
+                f"{where} has length {len(order)}, but this iterator's epochs have "
                 f"{self.epoch_size} examples")
+        if self.kind in PERMUTING_KINDS and not _is_permutation(order, self.size):
+            raise ValueError(
+                f"{where} is not a permutation of range({self.size}), but order sampler "
+                f"{self.kind!r} visits every example once per epoch: {short(order.tolist())}")
         self._cache[epoch] = order
         if self.recomputable:
             self._pinned.add(epoch)
@@ -185,43 +202,86 @@ class Orders:
             state["stops"] = self._stops_of(epoch).tolist()
         return state
 
-    def load_state_dict(self, state: dict, epoch: int) -> None:
-        """Restore the orders saved by :meth:`state_dict` at ``epoch``.
+    def loaded(self, state: Any, position: Position) -> Orders:
+        """Return a copy of these orders with a :meth:`state_dict` loaded; ``self`` is unchanged.
+
+        Everything is checked here, so the caller can swap the copy in knowing
+        that the state is whole: the kind, the sampler's own state (loaded into
+        a private copy of the sampler), the saved orders, a batch sampler's
+        batch ends, and that the orders the position needs can be computed.
+
+        Args:
+            state: ``state['order_sampler']`` of an iterator state.
+            position: the (checked) position the state records.
 
         Raises:
             SamplerMismatchError: if the state was made by another kind of sampler.
-            ValueError: if its order does not fit this dataset.
+            ValueError: if any part of it does not fit this sampler or dataset
+                (the message names the key).
         """
+        where = "state['order_sampler']"
         kind = state.get("kind") if isinstance(state, dict) else None
-        if kind != self.kind:
+        if not (isinstance(kind, str) and kind == self.kind):
             raise SamplerMismatchError(
-                f"state was saved with order sampler {kind!r}, but this iterator uses "
+                f"state was saved with order sampler {short(kind)}, but this iterator uses "
                 f"{self.kind!r}"
             )
-        if "state" in state:
-            load = getattr(self.sampler, "load_state_dict", None)
-            if not callable(load):
-                raise ValueError(
-                    f"state carries a state for order sampler {kind!r}, but this iterator's "
-                    f"sampler has no load_state_dict()")
-            if not self._owned:
-                self.sampler = copy.deepcopy(self.sampler)
-                self._owned = True
-            self.sampler.load_state_dict(state["state"])
-        self._cache.clear()
-        self._pinned.clear()
-        self._starts.clear()
-        self._stops.clear()
-        if self.sampler is not None and not self.recomputable and "order" not in state:
-            raise ValueError("state of a stateful order sampler lacks its 'order' array")
+        epoch = position.epoch
+        other = copy.copy(self)
+        for cached in (other._cache, other._pinned, other._starts, other._stops):
+            cached.clear()
+        other._load_sampler_state(state)
+        stored = self.sampler is not None and not self.recomputable
+        if self.sampler is None and ("order" in state or "previous_order" in state):
+            raise ValueError(f"{where} carries an order, but this iterator visits the examples "
+                             f"in their own order (it has no order sampler)")
+        if stored and "order" not in state:
+            raise ValueError(f"{where} lacks the 'order' of stateful order sampler {kind!r}")
         if "order" in state:
-            self.pin(epoch, state["order"])
+            other.pin(epoch, state["order"], f"{where}['order']")
         if "previous_order" in state:
-            self.pin(epoch - 1, state["previous_order"])
+            other.pin(epoch - 1, state["previous_order"], f"{where}['previous_order']")
+        elif position.carry and stored:
+            raise ValueError(f"{where} lacks the 'previous_order' that the {position.carry} "
+                             f"examples carried into epoch {epoch} come from")
         if self.stops_of is not None:
             if "stops" not in state:
-                raise ValueError("state of a batch sampler lacks its batch ends ('stops')")
-            self._stops[epoch] = np.asarray(state["stops"], dtype=np.int64)
+                raise ValueError(f"{where} of a batch sampler lacks its batch ends ('stops')")
+            other._stops[epoch] = _saved_stops(f"{where}['stops']", state["stops"],
+                                               self.epoch_size, position.current_position)
+        try:
+            # The orders the next batch needs; a recomputable sampler's loaded
+            # state must produce them now rather than fail mid-epoch.
+            other.order_of(epoch)
+            if position.carry:
+                other.order_of(epoch - 1)
+        except Exception as error:  # a user's sampler may raise anything on a bad state
+            raise ValueError(f"order sampler {kind!r} cannot compute the orders of epoch "
+                             f"{epoch} from {where}: {type(error).__name__}: {error}") from error
+        return other
+
+    def _load_sampler_state(self, state: dict) -> None:
+        """Load the sampler's own state into a private copy of the sampler."""
+        where = "state['order_sampler']['state']"
+        own = getattr(self.sampler, "state_dict", None)
+        if "state" not in state:
+            if callable(own) and own() is not None:
+                raise ValueError(f"{where} is missing, but order sampler {self.kind!r} has a "
+                                 f"state of its own")
+            return
+        load = getattr(self.sampler, "load_state_dict", None)
+        if not callable(load):
+            raise ValueError(
+                f"state carries a state for order sampler {self.kind!r}, but this iterator's "
+                f"sampler has no load_state_dict()")
+        # Always a fresh copy: the sampler object is shared with copies of
+        # this iterator (and is the user's until the first load).
+        self.sampler = copy.deepcopy(self.sampler)
+        try:
+            self.sampler.load_state_dict(state["state"])
+        except Exception as error:  # a user's sampler may raise anything on a bad state
+            raise ValueError(f"{where} does not fit order sampler {self.kind!r}: "
+                             f"{type(error).__name__}: {error}") from error
 
     def __copy__(self) -> Orders:
         # Its own caches; the sampler object stays shared, as in Chainer.
@@ -234,6 +294,32 @@ class Orders:
         if other.stops_of is not None:
             other.stops_of = other._stops_of
         return other
+
+
+def _saved_indices(where: str, value: Any, size: int) -> np.ndarray:
+    """``value`` as an int64 index array, or a ValueError naming ``where``."""
+    try:
+        return _check_indices(value, size, "")
+    except (ValueError, TypeError) as error:
+        raise ValueError(f"{where} must be a 1-D array of integers in [0, {size}), got "
+                         f"{short(value)}") from error
+
+
+def _saved_stops(where: str, value: Any, epoch_size: int, position: int) -> np.ndarray:
+    """A batch sampler's saved batch ends: increasing, ending at the epoch size."""
+    stops = _saved_indices(where, value, epoch_size + 1)
+    if not (np.all(np.diff(stops, prepend=0) > 0) and (stops[-1] if len(stops) else 0)
+            == epoch_size):
+        raise ValueError(f"{where} must increase strictly from above 0 to the epoch size "
+                         f"{epoch_size}, got {short(stops.tolist())}")
+    if position and position not in stops:
+        raise ValueError(f"state['current_position'] {position} is not one of the batch ends "
+                         f"{where}; a batch sampler's batches start only there")
+    return stops
+
+
+def _is_permutation(order: np.ndarray, size: int) -> bool:
+    return len(order) == size and bool(np.all(np.bincount(order, minlength=size) == 1))
 
 
 def _check_indices(order: Any, size: int, kind: str) -> np.ndarray:
