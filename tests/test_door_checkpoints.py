@@ -138,3 +138,15 @@ def test_a_resize_iter_count_out_of_range_is_refused_before_the_inner_state_load
     with pytest.raises(ValueError, match=r"state\['cur'\] must be an integer in \[0, 6\), got 6"):
         it.door.load_state_dict(state)
     assert it.take(6) == twin.take(6)
+
+
+def test_a_prefetching_iter_refuses_inner_states_that_stand_at_different_places():
+    # Each inner state is valid alone; together they would disagree mid-epoch.
+    make = DOORS["io.PrefetchingIter"]
+    it, twin, other = make(), make(), make()
+    other.take(1)
+    state = other.door.state_dict()
+    state["inner"][1] = make().door.state_dict()["inner"][1]
+    with pytest.raises(ValueError, match=r"state\['inner'\]\[1\] stands at"):
+        it.door.load_state_dict(state)
+    assert it.take(6) == twin.take(6)

@@ -159,10 +159,31 @@ class PrefetchingIter(_OverBatches):
         # Each iterator's load is all or nothing; if a later one refuses, put
         # back the ones already loaded.
         before = [it.state_dict() for it in self.iters]
-        for k, (it, part) in enumerate(zip(self.iters, inner)):
-            try:
+        loaded = 0
+        try:
+            for it, part in zip(self.iters, inner):
                 it.load_state_dict(part)
-            except BaseException:
-                for loaded, old in zip(self.iters[:k], before):
-                    loaded.load_state_dict(old)
-                raise
+                loaded += 1
+            # The iterators advance in lockstep, so states saved together agree;
+            # states that do not would fail later, mid-epoch, with a vaguer error.
+            positions = [_position_of(part) for part in inner]
+            for k, where in enumerate(positions[1:], 1):
+                if where != positions[0]:
+                    raise ValueError(
+                        f"state['inner'][{k}] stands at {where}, but "
+                        f"state['inner'][0] is at {positions[0]}: the iterators of a "
+                        f"PrefetchingIter advance together")
+        except BaseException:
+            for it, old in zip(self.iters[:loaded], before):
+                it.load_state_dict(old)
+            raise
+
+
+def _position_of(state: Any) -> Any:
+    """Where a door state over the engine stands in its epochs, or None if it has no engine."""
+    engine = state.get("engine") if isinstance(state, dict) else None
+    if not isinstance(engine, dict):
+        return None
+    return {"epoch": engine.get("epoch"), "current_position": engine.get("current_position"),
+            "is_new_epoch": engine.get("is_new_epoch"), "epoch_open": state.get("epoch_open"),
+            "exhausted": state.get("exhausted")}
