@@ -20,6 +20,7 @@ process that rebuilds or replaces the cache makes the next batch raise
 from __future__ import annotations
 
 import csv
+import io
 import os
 import re
 from typing import Any
@@ -70,6 +71,9 @@ class CacheReader:
         self._index_identity = self._identity_of_index()
         self.variables = _read_info(info)
         self.files, counts = _read_index(index)
+        if not counts and self.variables:
+            raise CacheFormatError(f"{index} lists no chunk file, but {info} names "
+                                   f"{len(self.variables)} variables (an index cut to nothing)")
         self.ends = np.cumsum(np.array(counts, dtype=np.int64))
         self.size = int(self.ends[-1]) if counts else 0
         self.chunks = [self._scan(k, count) for k, count in enumerate(counts)]
@@ -199,17 +203,27 @@ def _read_exactly(fd: int, name: str, buffers: list, offset: int) -> None:
 
 
 def _csv_rows(path: str) -> list[tuple[int, list[str]]]:
-    """The non-empty rows of a cache CSV, with their line numbers."""
+    """The non-empty rows of a cache CSV, with their line numbers.
+
+    Every writer ends the file with a line break, so a file that ends without
+    one was cut: its last line may be a shorter, still well-formed one.
+    """
     rows = []
+    line = 0
     try:
         with open(path, newline="", encoding="utf-8") as f:
-            reader = csv.reader(f)
-            for row in reader:
-                if row:
-                    rows.append((reader.line_num, row))
+            text = f.read()
+        if text and not text.endswith(("\n", "\r")):
+            raise CacheFormatError(f"{path}: the last line has no line break (the file was "
+                                   f"cut)")
+        reader = csv.reader(io.StringIO(text, newline=""))
+        for row in reader:
+            line = reader.line_num
+            if row:
+                rows.append((line, row))
     except (csv.Error, UnicodeDecodeError) as error:
-        line = f" line {reader.line_num + 1}" if isinstance(error, csv.Error) else ""
-        raise CacheFormatError(f"{path}{line} does not parse as CSV ({error})") from error
+        raise CacheFormatError(f"{path} after line {line} does not parse as CSV "
+                               f"({error})") from error
     return rows
 
 

@@ -80,10 +80,14 @@ def write_cache(cache_dir: str, source: DataSource, prefix: str = "cache",
 
     Raises:
         ValueError: if an example's part has another shape than the same
-            part of the chunk's first example (naming variable and position).
+            part of the chunk's first example (naming variable and position),
+            or ``source`` has variables but no examples.
         OSError: with ``errno.ENOSPC`` naming ``cache_dir`` if the disk
             filled up; nothing of the new cache is left.
     """
+    if not source.size and source.variables:
+        raise ValueError(f"a file cache of no examples cannot hold the variables "
+                         f"{source.variables} (readers take an empty index for a cut one)")
     os.makedirs(cache_dir, exist_ok=True)
     with lock_for(cache_dir):
         remove_debris(cache_dir, under_lock=True)
