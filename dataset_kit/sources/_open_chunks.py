@@ -14,6 +14,7 @@ import errno
 import os
 import resource
 from collections import OrderedDict
+from collections.abc import Callable
 
 from dataset_kit.sources._npy_chunk import CacheFormatError, Chunk, identity
 
@@ -58,8 +59,8 @@ class OpenChunks:
     def __init__(self) -> None:
         self._fds: OrderedDict[int, _Fd] = OrderedDict()
 
-    def get(self, k: int, path: str, name: str, chunk: Chunk) -> _Fd:
-        """Chunk ``k``'s open file, checked to be the file that was scanned as ``chunk``.
+    def get(self, k: int, path_of: Callable[[str], str], name: str, chunk: Chunk) -> _Fd:
+        """Chunk ``k``'s open file (``path_of(name)``), checked to be the file scanned as ``chunk``.
 
         Raises:
             CacheFormatError: if the file cannot be opened or is another file now.
@@ -73,6 +74,7 @@ class OpenChunks:
             except KeyError:
                 pass
             return handle
+        path = path_of(name)
         limit = _fd_budget()
         while len(self._fds) >= limit:
             try:
@@ -97,6 +99,7 @@ class OpenChunks:
         return handle
 
     def clear(self) -> None:
+        """Drop every open file (each closes once no read holds it)."""
         self._fds.clear()
 
 

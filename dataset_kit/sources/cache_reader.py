@@ -98,7 +98,7 @@ class CacheReader:
                 f"{self._index} changed after this reader opened it (another process rebuilt "
                 f"or replaced the cache in {self.cache_dir}); open the cache again to read it")
 
-    def gather(self, k: int, rows: np.ndarray, where: np.ndarray,
+    def gather(self, k: int, rows: list[int], where: list[int],
                columns: list[np.ndarray]) -> None:
         """Copy rows ``rows`` of chunk ``k`` to positions ``where`` of ``columns``.
 
@@ -110,32 +110,30 @@ class CacheReader:
             CacheFormatError: naming the file if it shrank or changed since
                 the reader opened it.
         """
-        chunk, name = self.chunks[k], self.files[k]
-        handle = self._open.get(k, self._path(name), name, chunk)
+        chunk, name, n = self.chunks[k], self.files[k], len(rows)
+        handle = self._open.get(k, self._path, name, chunk)  # held: the fd stays open
+        in_order = where[-1] - where[0] == n - 1 and rows == list(range(rows[0], rows[0] + n))
+        runs: list[tuple[int, list[int]]] = []  # (first row, positions) of consecutive rows
+        if not in_order:
+            for row, position in sorted(zip(rows, where)):
+                if runs and row == runs[-1][0] + len(runs[-1][1]) \
+                        and len(runs[-1][1]) < _IOV_MAX:
+                    runs[-1][1].append(position)
+                else:
+                    runs.append((row, [position]))
         for h, column in zip(chunk.arrays, columns):
+            step = h.row_bytes
             if h.fortran and len(h.shape) > 1:  # rows are not contiguous: read it all
                 flat = np.empty(h.nbytes, np.uint8)
-                _read_exactly(handle.fd, name, [flat], h.offset)
+                _read_exactly(handle.fd, name, [flat], h.offset, h.nbytes)
                 column[where] = flat.view(h.dtype).reshape(h.shape, order="F")[rows]
-                continue
-            step = h.row_bytes
-            if not step:
-                continue
-            if where[-1] - where[0] == len(where) - 1 and rows[-1] - rows[0] == len(rows) - 1 \
-                    and len(rows) > 1 and bool(np.all(np.diff(rows) == 1)):
-                _read_exactly(handle.fd, name, [column[where[0]:where[-1] + 1]],
-                              h.offset + int(rows[0]) * step)
-                continue
-            order = np.argsort(rows, kind="stable")
-            sorted_rows = rows[order].tolist()
-            targets = where[order].tolist()
-            first = 0
-            for i in range(1, len(sorted_rows) + 1):
-                if i == len(sorted_rows) or sorted_rows[i] != sorted_rows[i - 1] + 1 \
-                        or i - first == _IOV_MAX:
-                    _read_exactly(handle.fd, name, [column[t:t + 1] for t in targets[first:i]],
-                                  h.offset + sorted_rows[first] * step)
-                    first = i
+            elif step and in_order:
+                _read_exactly(handle.fd, name, [column[where[0]:where[0] + n]],
+                              h.offset + rows[0] * step, n * step)
+            elif step:
+                for row, positions in runs:
+                    _read_exactly(handle.fd, name, [column[t:t + 1] for t in positions],
+                                  h.offset + row * step, len(positions) * step)
         if identity(os.fstat(handle.fd)) != chunk.identity:
             raise CacheFormatError(changed(name, self.cache_dir))
 
@@ -194,8 +192,7 @@ class CacheReader:
         return state
 
 
-def _read_exactly(fd: int, name: str, buffers: list, offset: int) -> None:
-    want = sum(b.nbytes for b in buffers)
+def _read_exactly(fd: int, name: str, buffers: list, offset: int, want: int) -> None:
     got = os.preadv(fd, buffers, offset)
     if got != want:
         raise CacheFormatError(f"{name}: read {got} of {want} bytes at byte {offset}: the file "
@@ -331,12 +328,15 @@ class _ReadsCache(DataSource):
         columns = reader.empty_columns(len(indices))
         if len(indices):
             chunks = np.searchsorted(reader.ends, indices, side="right")
-            starts = np.concatenate([[0], reader.ends])[chunks]
-            order = np.argsort(chunks, kind="stable")
-            bounds = np.flatnonzero(np.diff(chunks[order])) + 1
-            for where in np.split(order, bounds):
-                k = int(chunks[where[0]])
-                reader.gather(k, indices[where] - starts[where], where, columns)
+            rows = (indices - np.concatenate([[0], reader.ends])[chunks]).tolist()
+            ks = chunks.tolist()
+            order = np.argsort(chunks, kind="stable").tolist()
+            first = 0
+            for i in range(1, len(order) + 1):  # one gather per chunk, positions ascending
+                if i == len(order) or ks[order[i]] != ks[order[first]]:
+                    where = order[first:i]
+                    reader.gather(ks[where[0]], [rows[w] for w in where], where, columns)
+                    first = i
         return [normalized(c) for c in columns] if self._normalize else columns
 
     def close(self) -> None:
