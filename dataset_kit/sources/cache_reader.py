@@ -1,43 +1,58 @@
 """Reading a cache directory in NNabla's ``.npy`` layout (see :mod:`.file_cache`).
 
-Scattered examples come from memory maps of the chunk files; a run of
-consecutive examples is read straight into the batch's arrays, one read per
-variable, as ``np.load`` would read a whole chunk.
+Nothing is trusted before it is checked. Opening a cache reads
+``cache_info.csv``, ``cache_index.csv`` and the header of every array of every
+chunk (:func:`._npy_chunk.scan_chunk`; headers only, a few hundred bytes per
+chunk), so counts, variables, dtypes and lengths are known to agree with the
+files before the first example is served. Examples are then read with
+``pread`` from file descriptors kept in a small LRU bounded by the process's
+descriptor limit: no memory maps, so a chunk truncated under the reader (``cp``
+or ``rsync --inplace`` over a live file) is a short read and an error naming
+the file, not a ``SIGBUS``.
+
+A reader notices when the cache changes under it: every batch compares the
+index file's identity (inode, size, mtime) with the one it opened, and every
+chunk read compares the chunk file's identity with the one it scanned. Another
+process that rebuilds or replaces the cache makes the next batch raise
+:class:`CacheFormatError`, never serve the new examples under the old indices.
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import os
 import re
-from collections import OrderedDict
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
+from dataset_kit._files import PART_SUFFIX, remove_stale_parts
 from dataset_kit.batch import ExampleBatch
 from dataset_kit.sources import _uri
+from dataset_kit.sources._npy_chunk import CacheFormatError, Chunk, identity, scan_chunk
+from dataset_kit.sources._open_chunks import OpenChunks, changed
 from dataset_kit.sources.data_source import DataSource
 
+__all__ = ["CacheDataSource", "CacheFormatError", "CacheReader"]
+
 INDEX_FILE, INFO_FILE = "cache_index.csv", "cache_info.csv"
-# Memory maps kept open: a shuffled epoch touches every chunk in every batch, and
-# an open map costs address space only (its pages are the page cache's).
-_OPEN_CHUNKS = 1024
-
-
-class CacheFormatError(ValueError):
-    """A cache directory is missing a file, or holds one that does not parse."""
+_IOV_MAX = 1024  # buffers per preadv (Linux's IOV_MAX)
+_COUNT = re.compile(r"[0-9]{1,18}")
 
 
 class CacheReader:
-    """Random access to the examples of a cache directory (memory-mapped chunks).
+    """Checked random access to the examples of a cache directory.
 
     Args:
-        cache_dir: the directory (NNabla's ``.npy`` layout).
+        cache_dir: the directory (NNabla's ``.npy`` layout), a path or an
+            http(s) URL.
 
     Raises:
-        CacheFormatError: if ``cache_index.csv`` or ``cache_info.csv`` is
-            missing or malformed, or a chunk does not hold what the index says.
+        CacheFormatError: naming the file (and line or byte offset) if
+            ``cache_index.csv`` or ``cache_info.csv`` is missing or malformed,
+            a chunk does not hold what the index and ``cache_info.csv`` say, or
+            the cache changed while it was being opened.
     """
 
     def __init__(self, cache_dir: str) -> None:
@@ -52,104 +67,119 @@ class CacheReader:
                 raise CacheFormatError(
                     f"{path} is missing: {cache_dir} is not a finished .npy cache (HDF5 caches "
                     f"are not supported)")
-        with open(info, newline="", encoding="utf-8") as f:
-            self.variables = tuple(row[0] for row in csv.reader(f) if row)
-        self.files: list[str] = []
-        counts = []
-        with open(index, newline="", encoding="utf-8") as f:
-            for line, row in enumerate(csv.reader(f), start=1):
-                if not row:
-                    continue
-                try:
-                    name, count = row[0], int(row[1])
-                except (IndexError, ValueError):
-                    raise CacheFormatError(f"{index} line {line}: expected 'file,count', "
-                                           f"got {row!r}") from None
-                self.files.append(name)
-                counts.append(count)
-        self.ends = np.cumsum(counts, dtype=np.int64)
+        self._index = index
+        self._index_identity = self._identity_of_index()
+        self.variables = _read_info(info)
+        self.files, counts = _read_index(index)
+        if not counts and self.variables:
+            raise CacheFormatError(f"{index} lists no chunk file, but {info} names "
+                                   f"{len(self.variables)} variables (an index cut to nothing)")
+        self.ends = np.cumsum(np.array(counts, dtype=np.int64))
         self.size = int(self.ends[-1]) if counts else 0
-        self._headers: dict[int, list[_Header]] = {}
-        self._maps: OrderedDict[int, list[np.ndarray]] = OrderedDict()
+        self.chunks = [self._scan(k, count) for k, count in enumerate(counts)]
+        self._check_alike()
+        # Our writers remove the index before they touch a chunk: an index unchanged
+        # across the scan means every chunk scanned belongs to it.
+        self.check_unchanged()
+        self._open = OpenChunks()
 
-    def chunk(self, k: int) -> list[np.ndarray]:
-        """The arrays of chunk ``k``, one per variable (memory-mapped; the latest few are kept)."""
-        arrays = self._maps.get(k)
-        if arrays is None:
-            path = self._path(self.files[k])
-            arrays = [np.memmap(path, h.dtype, "r", h.offset, h.shape,
-                                "F" if h.fortran else "C") if h.nbytes else
-                      np.zeros(h.shape, h.dtype) for h in self.headers(k)]
-            self._maps[k] = arrays
-            if len(self._maps) > _OPEN_CHUNKS:
-                self._maps.popitem(last=False)
-        else:
-            self._maps.move_to_end(k)
-        return arrays
+    def check_unchanged(self) -> None:
+        """Raise if ``cache_index.csv`` is not the file this reader opened (one ``stat``).
 
-    def headers(self, k: int, f: Any = None) -> list[_Header]:
-        """The .npy headers of chunk ``k`` (read once, from ``f`` if it is open)."""
-        headers = self._headers.get(k)
-        if headers is None:
-            if f is None:
-                with open(self._path(self.files[k]), "rb") as f:
-                    headers = self._read_headers(k, f)
-            else:
-                headers = self._read_headers(k, f)
-            self._headers[k] = headers
-        return headers
+        Raises:
+            CacheFormatError: if another process rebuilt or replaced the cache.
+        """
+        try:
+            now = self._identity_of_index()
+        except CacheFormatError:
+            now = None
+        if now != self._index_identity:
+            raise CacheFormatError(
+                f"{self._index} changed after this reader opened it (another process rebuilt "
+                f"or replaced the cache in {self.cache_dir}); open the cache again to read it")
 
-    def open_chunk(self, k: int) -> Any:
-        """Open chunk ``k``'s file for :meth:`read_rows` (unbuffered)."""
-        return open(self._path(self.files[k]), "rb", buffering=0)
+    def gather(self, k: int, rows: list[int], where: list[int],
+               columns: list[np.ndarray]) -> None:
+        """Copy rows ``rows`` of chunk ``k`` to positions ``where`` of ``columns``.
 
-    def read_rows(self, f: Any, k: int, first: int, outs: list[np.ndarray]) -> None:
-        """Read rows ``first .. first + len(out) - 1`` of chunk ``k`` (open as ``f``) into
-        ``outs`` (one per variable, C-contiguous), one read per variable: sequential
-        reading copies once, as ``np.load`` does."""
-        for v, (h, out) in enumerate(zip(self.headers(k, f), outs)):
-            if h.fortran and len(h.shape) > 1:
-                np.copyto(out, self.chunk(k)[v][first:first + len(out)])
-                continue
-            f.seek(h.offset + first * (out.nbytes // max(len(out), 1)))
-            got = f.readinto(memoryview(out.reshape(-1).view(np.uint8)))
-            if got != out.nbytes:
-                raise CacheFormatError(f"{self.files[k]}: expected {out.nbytes} bytes at row "
-                                       f"{first}, got {got} (a truncated chunk)")
+        Consecutive rows are read with one ``preadv`` per variable, straight
+        into the columns (a run of a chunk in order is one read, as
+        ``np.load`` would make).
+
+        Raises:
+            CacheFormatError: naming the file if it shrank or changed since
+                the reader opened it.
+        """
+        chunk, name, n = self.chunks[k], self.files[k], len(rows)
+        handle = self._open.get(k, self._path, name, chunk)  # held: the fd stays open
+        in_order = where[-1] - where[0] == n - 1 and rows == list(range(rows[0], rows[0] + n))
+        runs: list[tuple[int, list[int]]] = []  # (first row, positions) of consecutive rows
+        if not in_order:
+            for row, position in sorted(zip(rows, where)):
+                if runs and row == runs[-1][0] + len(runs[-1][1]) \
+                        and len(runs[-1][1]) < _IOV_MAX:
+                    runs[-1][1].append(position)
+                else:
+                    runs.append((row, [position]))
+        for h, column in zip(chunk.arrays, columns):
+            step = h.row_bytes
+            if h.fortran and len(h.shape) > 1:  # rows are not contiguous: read it all
+                flat = np.empty(h.nbytes, np.uint8)
+                _read_exactly(handle.fd, name, [flat], h.offset, h.nbytes)
+                column[where] = flat.view(h.dtype).reshape(h.shape, order="F")[rows]
+            elif step and in_order:
+                _read_exactly(handle.fd, name, [column[where[0]:where[0] + n]],
+                              h.offset + rows[0] * step, n * step)
+            elif step:
+                for row, positions in runs:
+                    _read_exactly(handle.fd, name, [column[t:t + 1] for t in positions],
+                                  h.offset + row * step, len(positions) * step)
+        if identity(os.fstat(handle.fd)) != chunk.identity:
+            raise CacheFormatError(changed(name, self.cache_dir))
+
+    def empty_columns(self, length: int) -> list[np.ndarray]:
+        """Uninitialised columns for ``length`` examples (every chunk has the same layout)."""
+        if not self.chunks:
+            return [np.empty(0) for _ in self.variables]
+        return [np.empty((length,) + h.shape[1:], h.dtype) for h in self.chunks[0].arrays]
+
+    def close(self) -> None:
+        """Close the chunk files this reader holds open. Idempotent."""
+        self._open.clear()
+
+    def _identity_of_index(self) -> tuple[int, ...]:
+        try:
+            return identity(os.stat(self._index))
+        except OSError as error:
+            raise CacheFormatError(f"{self._index}: {error.strerror}") from error
+
+    def _scan(self, k: int, count: int) -> Chunk:
+        name = self.files[k]
+        try:
+            fd = os.open(self._path(name), os.O_RDONLY)
+        except (OSError, ValueError) as error:
+            raise CacheFormatError(f"{self._index} line {k + 1} names {name!r}, which cannot "
+                                   f"be opened ({error})") from error
+        try:
+            return scan_chunk(fd, name, count, self.variables)
+        finally:
+            os.close(fd)
+
+    def _check_alike(self) -> None:
+        """Every chunk must hold each variable with one dtype and one example shape."""
+        for k, chunk in enumerate(self.chunks[1:], start=1):
+            for variable, a, b in zip(self.variables, self.chunks[0].arrays, chunk.arrays):
+                if (a.dtype, a.shape[1:]) != (b.dtype, b.shape[1:]):
+                    raise CacheFormatError(
+                        f"{self.files[k]}: variable {variable!r} holds {b.dtype} examples of "
+                        f"shape {b.shape[1:]}, but {self.files[0]} holds {a.dtype} of shape "
+                        f"{a.shape[1:]}")
 
     def _path(self, name: str) -> str:
         """The local path of the cache's file ``name`` (fetched once from an http(s) cache)."""
         if _uri.is_remote(self.cache_dir):
             return _uri.local_path(_uri.join(self.cache_dir.rstrip("/") + "/", name))
         return os.path.join(_uri.local_path(self.cache_dir), name)
-
-    def _read_headers(self, k: int, f: Any) -> list[_Header]:
-        path = self.files[k]
-        expected = int(self.ends[k] - (self.ends[k - 1] if k else 0))
-        headers = []
-        try:
-            f.seek(0)
-            for variable in self.variables:
-                shape, fortran, dtype = _read_header(f)
-                if dtype.hasobject:
-                    raise CacheFormatError(
-                        f"{path}: variable {variable!r} holds Python objects (ragged "
-                        f"examples); dataset_kit reads only same-shape parts")
-                nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-                headers.append(_Header(shape, dtype, fortran, f.tell(), nbytes))
-                f.seek(nbytes, os.SEEK_CUR)
-            size = f.seek(0, os.SEEK_END)
-        except (OSError, ValueError) as error:
-            if isinstance(error, CacheFormatError):
-                raise
-            raise CacheFormatError(f"{path}: cannot read the chunk ({error})") from error
-        for variable, h in zip(self.variables, headers):
-            if not h.shape or h.shape[0] != expected:
-                raise CacheFormatError(f"{path}: variable {variable!r} has shape {h.shape}, "
-                                       f"the index says {expected} examples")
-        if headers and headers[-1].offset + headers[-1].nbytes > size:
-            raise CacheFormatError(f"{path}: the file is truncated ({size} bytes)")
-        return headers
 
     def locate(self, position: int) -> tuple[int, int]:
         """Return (chunk, row) of the example at ``position``."""
@@ -158,51 +188,111 @@ class CacheReader:
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
-        state["_maps"] = OrderedDict()  # each process maps its own
+        state["_open"] = OpenChunks()  # each process opens its own
         return state
 
 
-def _empty_columns(headers: list, length: int) -> list[np.ndarray]:
-    return [np.empty((length,) + h.shape[1:], h.dtype) for h in headers]
+def _read_exactly(fd: int, name: str, buffers: list, offset: int, want: int) -> None:
+    got = os.preadv(fd, buffers, offset)
+    if got != want:
+        raise CacheFormatError(f"{name}: read {got} of {want} bytes at byte {offset}: the file "
+                               f"shrank after the reader opened it")
 
 
-class _Header(NamedTuple):
-    """One variable's array in a chunk file."""
+def _csv_rows(path: str) -> list[tuple[int, list[str]]]:
+    """The non-empty rows of a cache CSV, with their line numbers.
 
-    shape: tuple
-    dtype: np.dtype
-    fortran: bool
-    offset: int  # where its data begins in the file
-    nbytes: int
-
-
-_HEADER = re.compile(r"\{'descr': '([^']+)', 'fortran_order': (True|False), "
-                     r"'shape': \(([0-9, ]*)\), \}")
-
-
-def _read_header(f: Any) -> tuple[tuple, bool, np.dtype]:
-    """Read one .npy header from ``f``; return (shape, fortran order, dtype).
-
-    The headers numpy writes for plain dtypes are parsed with a pattern
-    (numpy's own parser evaluates the header, which costs more than reading
-    a small chunk); anything else goes to numpy's parser.
+    Every writer ends the file with a line break, so a file that ends without
+    one was cut: its last line may be a shorter, still well-formed one.
     """
-    start = f.tell()
-    magic = f.read(8)
-    if len(magic) == 8 and magic[:6] == b"\x93NUMPY" and magic[6] in (1, 2, 3):
-        width = 2 if magic[6] == 1 else 4
-        length = int.from_bytes(f.read(width), "little")
-        match = _HEADER.match(f.read(length).decode("latin1"))
-        if match is not None:
-            shape = tuple(int(n) for n in match.group(3).replace(" ", "").split(",") if n)
-            return shape, match.group(2) == "True", np.dtype(match.group(1))
-    f.seek(start)
-    version = np.lib.format.read_magic(f)
-    if version == (1, 0):
-        return np.lib.format.read_array_header_1_0(f)
-    if version == (2, 0):
-        return np.lib.format.read_array_header_2_0(f)
-    raise ValueError(f"unsupported .npy format version {version}")
+    rows = []
+    line = 0
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            text = f.read()
+        if text and not text.endswith(("\n", "\r")):
+            raise CacheFormatError(f"{path}: the last line has no line break (the file was "
+                                   f"cut)")
+        reader = csv.reader(io.StringIO(text, newline=""))
+        for row in reader:
+            line = reader.line_num
+            if row:
+                rows.append((line, row))
+    except (csv.Error, UnicodeDecodeError) as error:
+        raise CacheFormatError(f"{path} after line {line} does not parse as CSV "
+                               f"({error})") from error
+    return rows
+
+
+def _read_info(path: str) -> tuple[str, ...]:
+    variables = []
+    for line, row in _csv_rows(path):
+        if len(row) != 1 or not row[0]:
+            raise CacheFormatError(f"{path} line {line}: expected one variable name, "
+                                   f"got {row!r}")
+        variables.append(row[0])
+    return tuple(variables)
+
+
+def _read_index(path: str) -> tuple[list[str], list[int]]:
+    """The chunk names and counts of ``cache_index.csv``, each count positive.
+
+    dataset_kit writes a third column, the cache's total number of examples,
+    on every line (NNabla reads only the first two), so a file cut at a line
+    boundary is noticed; NNabla's two-column files are read as they are.
+    """
+    names: list[str] = []
+    counts: list[int] = []
+    totals = set()
+    seen: dict[str, int] = {}
+    for line, row in _csv_rows(path):
+        if len(row) not in (2, 3) or not row[0] or not all(_COUNT.fullmatch(c) for c in row[1:]) \
+                or int(row[1]) == 0:
+            raise CacheFormatError(f"{path} line {line}: expected 'file,count' or "
+                                   f"'file,count,total' with a positive count, got {row!r}")
+        key = os.path.normpath(row[0])
+        if key in seen:
+            raise CacheFormatError(f"{path} line {line}: {row[0]!r} is listed again (first on "
+                                   f"line {seen[key]})")
+        seen[key] = line
+        names.append(row[0])
+        counts.append(int(row[1]))
+        totals.add(int(row[2]) if len(row) == 3 else None)
+    if len(totals) > 1 or totals - {None, sum(counts)}:
+        raise CacheFormatError(
+            f"{path}: its lines hold {sum(counts)} examples, but the total column says "
+            f"{sorted(totals, key=str)} (a damaged or cut index)")
+    return names, counts
+
+
+def remove_debris(cache_dir: str, *, under_lock: bool) -> list[str]:
+    """Remove the temporaries that killed writers left in ``cache_dir``.
+
+    Args:
+        cache_dir: the cache directory (a local path).
+        under_lock: True when the caller holds the directory's lock, which
+            every writer of the cache takes (then whatever is found is a dead
+            writer's); False to remove only those whose writer's pid is dead.
+
+    Returns:
+        The paths removed. A directory that cannot be listed or written
+        (a read-only copy) is left alone.
+    """
+    try:
+        names = os.listdir(cache_dir)
+    except OSError:
+        return []
+    bases = {name.lstrip(".")[: -len(PART_SUFFIX)].rsplit(".", 1)[0]
+             for name in names if name.endswith(PART_SUFFIX)}
+    removed: list[str] = []
+    for base in sorted(bases):
+        if base in (INDEX_FILE, INFO_FILE) or base.endswith(".npy"):
+            try:
+                removed += remove_stale_parts(os.path.join(cache_dir, base),
+                                              under_lock=under_lock)
+            except OSError:
+                pass
+    return removed
 
 
 def normalized(value: np.ndarray) -> np.ndarray:
@@ -220,48 +310,47 @@ class _ReadsCache(DataSource):
     _reader: CacheReader
     _normalize = False
 
-    def _open_reader(self, cache_dir: str) -> None:
-        self._reader = CacheReader(cache_dir)
-        self._size = self._reader.size
-        self._variables = self._reader.variables
+    def _use_reader(self, reader: CacheReader) -> None:
+        self._reader = reader
+        self._size = reader.size
+        self._variables = reader.variables
 
     def _get_data(self, position: int) -> tuple:
-        k, row = self._reader.locate(position)
-        values = [np.array(a[row]) for a in self._reader.chunk(k)]
-        return tuple(normalized(v) for v in values) if self._normalize else tuple(values)
+        return tuple(np.array(c[0]) for c in self._columns(np.array([position])))
 
     def get_examples(self, indices: np.ndarray) -> ExampleBatch:
-        """Gather a batch chunk by chunk: a run of consecutive examples in one read per
-        variable, anything else with one take per variable and chunk."""
+        """Gather a batch chunk by chunk, one ``preadv`` per variable and run of rows."""
+        return ExampleBatch(tuple(self._columns(np.asarray(indices))))
+
+    def _columns(self, indices: np.ndarray) -> list[np.ndarray]:
         reader = self._reader
-        chunks = np.searchsorted(reader.ends, indices, side="right")
-        starts = np.concatenate([[0], reader.ends])[chunks]
-        columns: list[np.ndarray] | None = None
-        for k in np.unique(chunks).tolist():
-            where = np.flatnonzero(chunks == k)
-            rows = indices[where] - starts[where]
-            run = len(rows) > 1 and where[-1] - where[0] == len(where) - 1 \
-                and rows[-1] - rows[0] == len(rows) - 1 and bool(np.all(np.diff(rows) == 1))
-            if run:
-                with reader.open_chunk(k) as f:
-                    if columns is None:
-                        columns = _empty_columns(reader.headers(k, f), len(indices))
-                    reader.read_rows(f, k, int(rows[0]),
-                                     [c[where[0]:where[-1] + 1] for c in columns])
-                continue
-            if columns is None:
-                columns = _empty_columns(reader.headers(k), len(indices))
-            for column, a in zip(columns, reader.chunk(k)):
-                column[where] = a.take(rows, axis=0)
-        if columns is None:
-            columns = [np.empty(0) for _ in self.variables]
-        if self._normalize:
-            columns = [normalized(c) for c in columns]
-        return ExampleBatch(tuple(columns))
+        reader.check_unchanged()
+        columns = reader.empty_columns(len(indices))
+        if len(indices):
+            chunks = np.searchsorted(reader.ends, indices, side="right")
+            rows = (indices - np.concatenate([[0], reader.ends])[chunks]).tolist()
+            ks = chunks.tolist()
+            order = np.argsort(chunks, kind="stable").tolist()
+            first = 0
+            for i in range(1, len(order) + 1):  # one gather per chunk, positions ascending
+                if i == len(order) or ks[order[i]] != ks[order[first]]:
+                    where = order[first:i]
+                    reader.gather(ks[where[0]], [rows[w] for w in where], where, columns)
+                    first = i
+        return [normalized(c) for c in columns] if self._normalize else columns
+
+    def close(self) -> None:
+        reader = getattr(self, "_reader", None)
+        if reader is not None:
+            reader.close()
+        super().close()
 
 
 class CacheDataSource(_ReadsCache):
     """The examples of a cache directory (NNabla's ``CacheDataSource``), ours or NNabla's.
+
+    Opening it checks the whole cache (see :class:`CacheReader`) and removes
+    temporaries that dead writers left in the directory.
 
     Args:
         cachedir: the directory.
@@ -270,11 +359,15 @@ class CacheDataSource(_ReadsCache):
         normalize: scale uint8 (and uint16) parts to float32 in [0, 1].
 
     Raises:
-        CacheFormatError: if the directory is not a finished ``.npy`` cache.
+        CacheFormatError: if the directory is not a finished ``.npy`` cache, or
+            a file in it does not hold what the others say (naming the file).
     """
 
     def __init__(self, cachedir: str, shuffle: bool = False, rng: Any = None,
                  normalize: bool = False) -> None:
         super().__init__(shuffle=shuffle, rng=rng)
         self._normalize = bool(normalize)
-        self._open_reader(os.fspath(cachedir))
+        cachedir = os.fspath(cachedir)
+        self._use_reader(CacheReader(cachedir))
+        if not _uri.is_remote(cachedir):
+            remove_debris(_uri.local_path(cachedir), under_lock=False)

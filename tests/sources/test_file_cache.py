@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import errno
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -35,7 +38,8 @@ def _nnabla_read(cache_dir: Path) -> dict:
         variables = [row[0] for row in csv.reader(f)]
     out: dict = {v: [] for v in variables}
     with open(cache_dir / "cache_index.csv") as f:
-        for name, count in csv.reader(f):
+        for row in csv.reader(f):  # NNabla reads the first two columns
+            name, count = row[0], row[1]
             with open(cache_dir / name, "rb") as chunk:
                 for v in variables:
                     data = np.load(chunk, allow_pickle=True)
@@ -70,8 +74,8 @@ def test_the_layout_field_by_field(tmp_path):
         "cache_00000200_00000249.npy", "cache_index.csv", "cache_info.csv"]
     assert (tmp_path / "cache_info.csv").read_text() == "x0\nx1\nx2\n"
     assert (tmp_path / "cache_index.csv").read_text() == (
-        "cache_00000000_00000099.npy,100\ncache_00000100_00000199.npy,100\n"
-        "cache_00000200_00000249.npy,50\n")
+        "cache_00000000_00000099.npy,100,250\ncache_00000100_00000199.npy,100,250\n"
+        "cache_00000200_00000249.npy,50,250\n")
     with open(tmp_path / "cache_00000100_00000199.npy", "rb") as f:
         x, y, z = np.load(f), np.load(f), np.load(f)
     assert x.dtype == np.uint8 and x.shape == (100, 3, 4, 5) and x[7, 0, 0, 0] == 107
@@ -224,3 +228,89 @@ def test_concurrent_builders_build_the_cache_once(tmp_path):
     builds = [sorted(set(calls) - {0}) for calls in loads if len(calls) > 1]
     assert builds == [list(range(1, 250))]
     assert CacheDataSource(tmp_path / "cache").size == 250
+
+
+def test_parts_of_another_dtype_in_a_later_chunk_are_refused_before_publishing(tmp_path):
+    source = SimpleDataSource(lambda i: (np.array([i], np.int64 if i < 100 else np.int32),), 150)
+    with pytest.raises(ValueError, match=r"variable 'x0': example 100 is int32 of shape \(1,\), "
+                                         r"but example 0 is int64"):
+        DataSourceWithFileCache(source, tmp_path)
+    assert os.listdir(tmp_path) == []  # the chunk written before is gone too
+
+
+_STUCK_WRITER = textwrap.dedent("""
+    import sys, time
+    import numpy as np
+    sys.path.insert(0, {root!r})
+    from dataset_kit.sources import DataSourceWithFileCache, SimpleDataSource
+
+    class Stuck:  # converted to an array while the first chunk is being written
+        def __array__(self, dtype=None, copy=None):
+            print("writing", flush=True)
+            time.sleep(120)
+            return np.zeros(1)
+
+    DataSourceWithFileCache(SimpleDataSource(lambda i: (np.zeros(4), Stuck()), 250), {cache!r})
+""")
+
+
+def _debris(folder: Path) -> list[str]:
+    return sorted(name for name in os.listdir(folder) if name.endswith(".part"))
+
+
+def test_the_next_build_or_open_removes_what_a_killed_builder_left(tmp_path):
+    cache = tmp_path / "cache"
+    script = _STUCK_WRITER.format(root=str(Path(__file__).resolve().parents[2]), cache=str(cache))
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "writing"
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+    left = _debris(cache)
+    assert len(left) == 1 and left[0].startswith(f".cache_00000000_00000099.npy.{proc.pid}-")
+    # The same debris in a complete cache that a reader opens: its writer is dead.
+    complete = tmp_path / "complete"
+    DataSourceWithFileCache(SimpleDataSource(_load, 30), complete)
+    os.rename(cache / left[0], complete / left[0])
+    shutil.copytree(complete / left[0], cache / left[0])
+    assert CacheDataSource(complete).size == 30
+    assert _debris(complete) == []
+    # The next build of the killed builder's cache.
+    rebuilt = DataSourceWithFileCache(SimpleDataSource(_load, 250), cache)
+    assert rebuilt.size == 250 and _debris(cache) == []
+
+
+@contextlib.contextmanager
+def _small_disk(folder: Path, size: str):
+    """A tmpfs of ``size`` mounted at ``folder`` (root only), unmounted afterwards."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs to fill up needs root")
+    folder.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
+                          capture_output=True, text=True)
+    if done.returncode:
+        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip()})")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=True)
+
+
+def _big(i):
+    return np.full(1000, i, np.float32), np.array([i])  # 4 kB: 400 kB per chunk
+
+
+def test_a_full_disk_leaves_no_partial_cache_and_says_so(tmp_path):
+    with _small_disk(tmp_path / "disk", "1m") as disk:
+        cache = disk / "cache"
+        DataSourceWithFileCache(SimpleDataSource(_big, 50), cache)  # a complete older cache
+        with pytest.raises(OSError) as raised:
+            DataSourceWithFileCache(SimpleDataSource(_big, 500), cache)
+        assert raised.value.errno == errno.ENOSPC
+        assert f"the disk holding the file cache {cache} is full" in str(raised.value)
+        assert sorted(os.listdir(cache)) == []  # nothing that looks complete, no debris
+        with pytest.raises(CacheFormatError, match="cache_index.csv is missing"):
+            CacheDataSource(cache)
+        again = DataSourceWithFileCache(SimpleDataSource(_big, 150), cache)  # room again
+        assert again.get_example(120)[1].tolist() == [120]
