@@ -78,7 +78,8 @@ def read_state(state: Any, spec: BatchSpec, dataset_length: int, sampler_kind: s
     n = spec.epoch_size
     if not (isinstance(epoch, int) and epoch >= 0 and isinstance(pos, int)
             and 0 <= pos < max(n, 1) and isinstance(carry, int)
-            and 0 <= carry <= n and (carry == 0 or (pos == 0 and epoch > 0))):
+            and 0 <= carry < max(spec.batch_size, n + 1)  # several epochs' tails may roll over
+            and (carry == 0 or (pos == 0 and epoch * n >= carry))):
         raise ValueError(f"state has an invalid position: epoch={epoch!r}, "
                          f"current_position={pos!r}, carry={carry!r}")
     return state

@@ -14,6 +14,7 @@ Gluon                                  engine
 ``timeout``                            the executor's batch timeout (raises)
 ``pin_memory``, ``device``             :func:`~dataset_kit.to_device` on delivery
 one ``iter()``                         batches up to the one that ends an epoch
+an epoch without a full batch          ``skip_empty_epoch()``: nothing
 =====================================  ===============================================
 """
 
@@ -69,9 +70,13 @@ class DataLoader:
         seed: seeds the shuffle and :func:`~dataset_kit.example_rng`.
         device: None for numpy batches, or a PyTorch device for tensors.
 
+    With ``last_batch='discard'`` or ``'rollover'`` an epoch may hold no full
+    batch (``batch_size`` larger than the dataset): ``iter()`` then yields
+    nothing, and ``'rollover'`` keeps the epoch's examples for a later batch,
+    as Gluon's ``BatchSampler`` does.
+
     Raises:
-        ValueError: for Gluon's argument conflicts, a bad ``last_batch`` or
-            a ``'discard'``/``'rollover'`` batch larger than the epoch.
+        ValueError: for Gluon's argument conflicts or a bad ``last_batch``.
         TypeError: for arguments of the wrong type.
     """
 
@@ -126,8 +131,8 @@ class DataLoader:
 
     def __iter__(self) -> Iterator[Any]:
         engine = self._engine
-        if engine.spec.epoch_size == 0:
-            return
+        if engine.spec.epoch_size == 0 or engine.skip_empty_epoch():
+            return  # an epoch without a (full) batch yields nothing, as in Gluon
         while True:
             batch = engine.next()
             yield to_device(self._device, batch, self._pin_memory)

@@ -42,16 +42,67 @@ def test_rollover_epochs_and_lengths_are_gluons():
                     [[8, 9, 0], [1, 2, 3], [4, 5, 6], [7, 8, 9]]]
 
 
+class GluonBatchSampler:
+    """Gluon 1.9.1's BatchSampler.__iter__ over SequentialSampler(n), line for line."""
+
+    def __init__(self, n, batch_size, last_batch):
+        self._n, self._batch_size, self._last_batch, self._prev = n, batch_size, last_batch, []
+
+    def __iter__(self):
+        batch, self._prev = self._prev, []
+        for i in range(self._n):
+            batch.append(i)
+            if len(batch) == self._batch_size:
+                yield batch
+                batch = []
+        if batch:
+            if self._last_batch == "keep":
+                yield batch
+            elif self._last_batch == "rollover":
+                self._prev = batch
+
+    def __len__(self):
+        if self._last_batch == "keep":
+            return (self._n + self._batch_size - 1) // self._batch_size
+        if self._last_batch == "discard":
+            return self._n // self._batch_size
+        return (len(self._prev) + self._n) // self._batch_size
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 12), b=st.integers(1, 40),
+       last=st.sampled_from(["keep", "discard", "rollover"]))
+def test_epochs_and_lengths_are_gluons_even_when_an_epoch_has_no_full_batch(n, b, last):
+    gluon = GluonBatchSampler(n, b, last)
+    loader = DataLoader(ArrayDataset(np.arange(n)), b, last_batch=last)
+    for _ in range(6):
+        assert len(loader) == len(gluon)
+        assert [ids(x) for x in loader] == list(gluon)
+
+
+@pytest.mark.parametrize("workers", WORKERS, ids=["serial", "threads", "processes"])
+def test_an_epoch_without_a_full_batch_is_empty_and_rolls_its_examples_over(workers):
+    # Gluon: 4 examples in batches of 10 with 'rollover' yield nothing for two
+    # epochs, then one batch of epochs 0, 1 and 2's examples; 'discard' yields nothing.
+    with DataLoader(ArrayDataset(np.arange(4)), 10, last_batch="rollover", **workers) as loader:
+        assert [len(loader) for _ in range(1)] == [0]
+        assert epochs(loader, 4) == [[], [], [[0, 1, 2, 3, 0, 1, 2, 3, 0, 1]], []]
+        state = json.loads(json.dumps(loader.state_dict()))
+        assert state["carry"] == 6
+        rest = epochs(loader, 2)
+    with DataLoader(ArrayDataset(np.arange(4)), 10, last_batch="rollover", **workers) as again:
+        again.load_state_dict(state)
+        assert epochs(again, 2) == rest == [[[2, 3, 0, 1, 2, 3, 0, 1, 2, 3]], []]
+    with DataLoader(ArrayDataset(np.arange(4)), 10, last_batch="discard", **workers) as loader:
+        assert len(loader) == 0 and epochs(loader, 3) == [[], [], []]
+
+
 @settings(max_examples=20)
 @given(n=st.integers(1, 17), b=st.integers(1, 6), seed=st.integers(0, 2**31),
        last=st.sampled_from(["keep", "discard", "rollover"]),
        workers=st.sampled_from(WORKERS))
 def test_each_epoch_has_len_batches_and_visits_examples_as_its_policy_says(n, b, seed, last,
                                                                           workers):
-    if last != "keep" and b > n:
-        with pytest.raises(ValueError, match="batch_size <= the epoch size"):
-            DataLoader(ArrayDataset(np.arange(n)), b, last_batch=last)
-        return
     with DataLoader(ArrayDataset(np.arange(n)), b, shuffle=True, last_batch=last, seed=seed,
                     **workers) as loader:
         stream = []
