@@ -46,6 +46,9 @@ class Engine:
         last_batch: how each epoch ends: None (Chainer's), ``'keep'``,
             ``'discard'``, ``'rollover'`` or ``'pad'``.
         executor: where batches are built; a :class:`SerialExecutor` when None.
+        hold_between_epochs: prefetch no batch of an epoch before the caller
+            asks for one (Gluon's ``auto_reload=False``); by default a
+            prefetching executor works on across epoch ends.
 
     Raises:
         TypeError: if ``batch_size`` or ``seed`` is not an integer, or
@@ -58,7 +61,7 @@ class Engine:
     def __init__(self, dataset: Any, *, batch_size: int | None, repeat: bool = True,
                  shuffle: bool | None = None, order_sampler: Any = None,
                  seed: int | None = None, last_batch: str | None = None,
-                 executor: Executor | None = None) -> None:
+                 executor: Executor | None = None, hold_between_epochs: bool = False) -> None:
         if batch_size is not None or not callable(getattr(order_sampler, "batch_stops", None)):
             positive_int("batch_size", batch_size)
         if shuffle is not None and order_sampler is not None:
@@ -80,6 +83,7 @@ class Engine:
             batch_size = int(sizes.max()) if len(sizes) else 1
         self.spec = BatchSpec(batch_size, self._orders.epoch_size, bool(repeat), last_batch)
         self._executor = SerialExecutor(dataset) if executor is None else executor
+        self._hold = bool(hold_between_epochs)
         self.position = Position()
         self._planned = Position()
         self._pending: deque = deque()  # (position after, plan, handle), in plan order
@@ -129,7 +133,7 @@ class Engine:
             self._discard_planned()
             raise
         self._consume(position, plan)
-        if self._executor.prefetches:
+        if self._executor.prefetches and not (self._hold and position.is_new_epoch):
             try:
                 self._fill()
             except BaseException as error:
@@ -174,10 +178,26 @@ class Engine:
         self.position = position
         self.last_plan = plan
 
+    def prefetch(self) -> None:
+        """Start building the next batches now, before the first ``next()``.
+
+        Raises:
+            RuntimeError: if the executor was closed or has failed.
+        """
+        self._executor.ensure_open()
+        if self._executor.prefetches:
+            try:
+                self._fill()
+            except BaseException:
+                self._discard_planned()
+                raise
+
     def _fill(self) -> None:
         executor, pending, orders = self._executor, self._pending, self._orders
         while len(pending) < executor.depth:
             planned = self._planned
+            if self._hold and planned.epoch > self.position.epoch:
+                return  # the caller has not started that epoch yet
             if not orders.recomputable:
                 orders.note_start(planned.epoch, planned.current_position)
             step = self.spec.advance(planned, orders.order_of, orders.stops_of)

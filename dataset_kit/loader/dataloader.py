@@ -12,6 +12,8 @@ Gluon                                  engine
 ``thread_pool=True``                   thread executor
 ``prefetch``                           the executor's depth (``prefetch + 1``)
 ``timeout``                            the executor's batch timeout (raises)
+``auto_reload=True``                   ``Engine.prefetch()`` now and across epoch ends
+``auto_reload=False`` (the default)    ``hold_between_epochs``: built when ``iter()`` asks
 ``pin_memory``, ``device``             :func:`~dataset_kit.to_device` on delivery
 one ``iter()``                         batches up to the one that ends an epoch
 an epoch without a full batch          ``skip_empty_epoch()``: nothing
@@ -22,6 +24,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from typing import Any
+
+import numpy as np
 
 from dataset_kit._checks import non_negative_int
 from dataset_kit.convert import to_device
@@ -69,6 +73,10 @@ class DataLoader:
             :class:`~dataset_kit.iterators.BatchTimeoutError` (workers only).
         seed: seeds the shuffle and :func:`~dataset_kit.example_rng`.
         device: None for numpy batches, or a PyTorch device for tensors.
+        auto_reload: with workers, start building batches at construction
+            and the next epoch's as soon as an epoch ends; False (Gluon 1.9.1's
+            default in its code, though its docstring says True) builds
+            nothing until ``iter()`` asks for an epoch.
 
     With ``last_batch='discard'`` or ``'rollover'`` an epoch may hold no full
     batch (``batch_size`` larger than the dataset): ``iter()`` then yields
@@ -85,7 +93,7 @@ class DataLoader:
                  batchify_fn: Callable[[Any], Any] | None = None, num_workers: int = 0,
                  pin_memory: bool = False, pin_device_id: int = 0, prefetch: int | None = None,
                  thread_pool: bool = False, timeout: float = 120, seed: int | None = None,
-                 device: Any = None) -> None:
+                 device: Any = None, auto_reload: bool = False) -> None:
         if batch_sampler is None:
             if batch_size is None:
                 raise ValueError("batch_size must be specified unless batch_sampler is specified")
@@ -123,11 +131,20 @@ class DataLoader:
         order = None if sampler is None else \
             sampler if isinstance(sampler, BatchListOrder) else as_order_sampler(sampler)
         self._own_batches = order if isinstance(order, BatchListOrder) else None
+        if not isinstance(auto_reload, (bool, np.bool_)):
+            raise TypeError(f"auto_reload must be True or False, got {auto_reload!r}")
         self._engine = Engine(dataset, batch_size=batch_size, shuffle=None if order else shuffle,
                               order_sampler=order, seed=seed, last_batch=last_batch,
-                              executor=executor)
+                              executor=executor, hold_between_epochs=not auto_reload)
         self._device, self._pin_memory = device, bool(pin_memory)
         to_device(device, None)  # a bad or unavailable device fails here, not mid-epoch
+        self.auto_reload = bool(auto_reload)
+        if self.auto_reload:
+            self.refresh()
+
+    def refresh(self) -> None:
+        """Start building the next batches now (Gluon's ``refresh``; workers only)."""
+        self._engine.prefetch()
 
     def __iter__(self) -> Iterator[Any]:
         engine = self._engine

@@ -227,3 +227,52 @@ def test_a_custom_batch_sampler_gives_its_own_batches_and_resumes(workers):
     assert head + rest == expected[0]
     with pytest.raises(ValueError, match="empty batch"):
         DataLoader(data, batch_sampler=[[0, 1], []])
+
+
+class FetchLog:
+    """Records every example fetched (threads share the list)."""
+
+    def __init__(self, n):
+        self.n, self.log = n, []
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        self.log.append(i)
+        return i
+
+
+def wait_for(condition, seconds=20.0):
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return condition()
+
+
+def test_auto_reload_starts_building_at_construction_and_after_each_epoch():
+    data = FetchLog(6)
+    with DataLoader(data, 2, num_workers=1, thread_pool=True, prefetch=2,
+                    auto_reload=True) as loader:
+        assert loader.auto_reload is True
+        assert wait_for(lambda: len(data.log) >= 2)  # before any iter(), as in Gluon
+        assert [ids(b) for b in loader] == [[0, 1], [2, 3], [4, 5]]
+        assert wait_for(lambda: len(data.log) > 6)  # the next epoch is on its way
+
+
+def test_without_auto_reload_nothing_is_built_before_iter_asks_for_an_epoch():
+    # Gluon 1.9.1's code defaults to auto_reload=False (its docstring says True).
+    data = FetchLog(6)
+    with DataLoader(data, 2, num_workers=1, thread_pool=True, prefetch=2) as loader:
+        assert loader.auto_reload is False
+        time.sleep(0.3)
+        assert data.log == []
+        assert [ids(b) for b in loader] == [[0, 1], [2, 3], [4, 5]]
+        time.sleep(0.3)
+        assert sorted(data.log) == list(range(6))  # nothing of the next epoch yet
+        assert [ids(b) for b in loader] == [[0, 1], [2, 3], [4, 5]]
+
+
+def test_auto_reload_must_be_a_bool():
+    with pytest.raises(TypeError, match="auto_reload must be True or False, got 'yes'"):
+        DataLoader(ArrayDataset(np.arange(4)), 2, auto_reload="yes")
