@@ -276,3 +276,20 @@ def test_without_auto_reload_nothing_is_built_before_iter_asks_for_an_epoch():
 def test_auto_reload_must_be_a_bool():
     with pytest.raises(TypeError, match="auto_reload must be True or False, got 'yes'"):
         DataLoader(ArrayDataset(np.arange(4)), 2, auto_reload="yes")
+
+
+def test_a_rolled_over_tail_longer_than_an_epoch_of_a_stateful_sampler_is_not_checkpointed():
+    class Reversed:  # a user's sampler: an iterable, asked once per epoch
+        def __iter__(self):
+            return iter(range(3, -1, -1))
+
+        def __len__(self):
+            return 4
+
+    loader = DataLoader(ArrayDataset(np.arange(4)), 10, sampler=Reversed(), last_batch="rollover")
+    assert epochs(loader, 1) == [[]]
+    loader.state_dict()  # a tail of one epoch: its order is kept in the state
+    assert epochs(loader, 1) == [[]]
+    with pytest.raises(ValueError, match="spans several epochs"):
+        loader.state_dict()
+    assert epochs(loader, 1) == [[[3, 2, 1, 0, 3, 2, 1, 0, 3, 2]]]
