@@ -108,13 +108,23 @@ class DatasetMixin:
     def get_example(self, i: int) -> Any:
         """Return the example at non-negative index ``i``.
 
+        A subclass that defines ``__getitem__`` itself (a Gluon or PyTorch
+        dataset ported onto this class) is asked through it.
+
         Args:
             i: an index with ``0 <= i < len(self)``.
 
         Returns:
             One example.
+
+        Raises:
+            NotImplementedError: if the subclass defines neither ``get_example``
+                nor ``__getitem__``.
         """
-        raise NotImplementedError
+        if type(self).__getitem__ is not DatasetMixin.__getitem__:
+            return self[i]
+        raise NotImplementedError(
+            f"{type(self).__name__} must define get_example(i) (or __getitem__)")
 
     def get_examples(self, indices: np.ndarray) -> Sequence[Any]:
         """Return the examples at ``indices`` (validated, non-negative int64).

@@ -9,6 +9,7 @@ from dataset_kit.datasets.cifar import (
 )
 from dataset_kit.datasets.concatenated_dataset import ConcatenatedDataset
 from dataset_kit.datasets.csv_dataset import CSVArrayDataset
+from dataset_kit.datasets.gluon_vision import CIFAR10, CIFAR100, MNIST, FashionMNIST
 from dataset_kit.datasets.image_folder import ImageFolderDataset
 from dataset_kit.datasets.image_dataset import (
     ImageDataset,
@@ -47,6 +48,10 @@ from dataset_kit.datasets.transform_dataset import TransformDataset
 from dataset_kit.datasets.tuple_dataset import DictDataset, TupleDataset
 
 __all__ = [
+    "CIFAR10",
+    "CIFAR100",
+    "FashionMNIST",
+    "MNIST",
     "ImageRecordDataset",
     "RecordFileDataset",
     "ImageDataset",

@@ -9,15 +9,18 @@ import numpy as np
 
 from dataset_kit._gather import take_rows
 from dataset_kit.batch import ExampleBatch
-from dataset_kit.dataset import DatasetMixin, fetch_examples
+from dataset_kit.dataset import fetch_examples
+from dataset_kit.datasets.gluon_dataset import Dataset, mxnet_in_use
 from dataset_kit.datasets.tuple_dataset import _check_lengths
 
 
-class ArrayDataset(DatasetMixin):
+class ArrayDataset(Dataset):
     """Parallel arrays: example ``i`` is ``a[i]`` for one array, ``(a[i], b[i], ...)`` for several.
 
     A batch of array columns is an :class:`~dataset_kit.ExampleBatch` (one
-    gather per column).
+    gather per column). MXNet NDArrays are taken as Gluon takes them: a 1-D
+    one becomes a numpy array (so its examples are scalars), others stay
+    NDArrays, and their examples and batches are NDArrays.
 
     Args:
         *arrays: arrays, lists or datasets of one length.
@@ -31,6 +34,10 @@ class ArrayDataset(DatasetMixin):
             raise ValueError("ArrayDataset needs at least one array, got none")
         self._length = _check_lengths({f"array {k}": a for k, a in enumerate(arrays)},
                                       "ArrayDataset")
+        mx = mxnet_in_use()
+        if mx is not None:  # Gluon's rule for 1-D NDArrays
+            arrays = tuple(a.asnumpy() if isinstance(a, mx.nd.NDArray) and a.ndim == 1 else a
+                           for a in arrays)
         self._arrays = arrays
         self._all_arrays = all(isinstance(a, np.ndarray) and a.ndim >= 1 for a in arrays)
 
@@ -51,7 +58,7 @@ class ArrayDataset(DatasetMixin):
         return list(columns[0]) if len(columns) == 1 else list(zip(*columns))
 
 
-class SimpleDataset(DatasetMixin):
+class SimpleDataset(Dataset):
     """A dataset over any sequence (a list, say): example ``i`` is ``data[i]``.
 
     Args:

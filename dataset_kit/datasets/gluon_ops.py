@@ -14,9 +14,10 @@ import numpy as np
 from dataset_kit._checks import non_negative_int, positive_int
 from dataset_kit._example_context import map_examples
 from dataset_kit.dataset import DatasetMixin, fetch_examples
+from dataset_kit.datasets.gluon_dataset import Dataset
 
 
-class IndexedDataset(DatasetMixin):
+class IndexedDataset(Dataset):
     """Example ``k`` is ``dataset[indices[k]]``; batches go to the base as one index array.
 
     Args:
@@ -45,7 +46,7 @@ class IndexedDataset(DatasetMixin):
         return fetch_examples(self._dataset, self._indices[indices])
 
 
-class LazyTransformDataset(DatasetMixin):
+class LazyTransformDataset(Dataset):
     """``fn(*example)`` for tuple examples, ``fn(example)`` otherwise, on access (Gluon)."""
 
     def __init__(self, dataset: Any, fn: Callable[..., Any]) -> None:

@@ -55,6 +55,11 @@ class ImageFolderDataset(DatasetMixin):
         self._dtype = np.dtype(np.float32 if dtype is None else dtype)
         self._label_dtype = label_dtype
 
+    @property
+    def synsets(self) -> list[str]:
+        """Gluon's name for :attr:`classes`: ``synsets[label]`` is the folder of ``label``."""
+        return self.classes
+
     def __len__(self) -> int:
         return len(self.items)
 

@@ -32,6 +32,13 @@ class ChainerIterator(Iterator):
     """
 
     def __init__(self, engine: Engine) -> None:
+        spec = engine.spec
+        if spec.repeat and spec.epoch_size and not spec.yields_batches:
+            # next() would have no batch to return, ever (the engine says so too).
+            raise ValueError(
+                f"last_batch={spec.last_batch!r} with repeat=True needs batch_size <= the epoch "
+                f"size, got batch_size={spec.batch_size} and epoch size {spec.epoch_size} "
+                f"(no epoch would yield a batch)")
         self._engine = engine
 
     def __next__(self) -> Any:

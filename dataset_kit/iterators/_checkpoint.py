@@ -95,11 +95,12 @@ def read_state(state: Any, spec: BatchSpec, dataset_length: int, sampler_kind: s
     invalid = "state has an invalid position: "
     epoch = index_field(state, "epoch", 0, _INT64_END, prefix=invalid)
     pos = index_field(state, "current_position", 0, max(n, 1), prefix=invalid)
-    carry = index_field(state, "carry", 0, n + 1, prefix=invalid)
-    if carry and not (pos == 0 and epoch > 0):
+    # Several epochs' tails may roll over when the batch is larger than an epoch.
+    carry = index_field(state, "carry", 0, max(spec.batch_size, n + 1), prefix=invalid)
+    if carry and not (pos == 0 and epoch * n >= carry):
         raise ValueError(f"{invalid}epoch={epoch!r}, "
                          f"current_position={pos!r}, carry={carry!r} (examples carry over "
-                         f"only into the start of an epoch after the first)")
+                         f"only into the start of an epoch, from the epochs before it)")
     if type(state.get("is_new_epoch")) is not bool:
         raise ValueError(f"state['is_new_epoch'] must be True or False, got "
                          f"{short(state.get('is_new_epoch', _MISSING))}")

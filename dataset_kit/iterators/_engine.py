@@ -65,6 +65,9 @@ class Engine:
         executor: where batches are built: an :class:`ExecutorSpec` (built
             with :func:`make_executor`), an executor, or None for a
             :class:`SerialExecutor`.
+        hold_between_epochs: prefetch no batch of an epoch before the caller
+            asks for one (Gluon's ``auto_reload=False``); by default a
+            prefetching executor works on across epoch ends.
 
     Raises:
         TypeError: if ``batch_size`` or ``seed`` is not an integer, or
@@ -77,7 +80,8 @@ class Engine:
     def __init__(self, dataset: Any, *, batch_size: int | None, repeat: bool = True,
                  shuffle: bool | None = None, order_sampler: Any = None,
                  seed: int | None = None, last_batch: str | None = None,
-                 executor: Executor | ExecutorSpec | None = None) -> None:
+                 executor: Executor | ExecutorSpec | None = None,
+                 hold_between_epochs: bool = False) -> None:
         if batch_size is not None or not callable(getattr(order_sampler, "batch_stops", None)):
             positive_int("batch_size", batch_size)
         if shuffle is not None and order_sampler is not None:
@@ -101,6 +105,7 @@ class Engine:
         if isinstance(executor, ExecutorSpec):
             executor = make_executor(executor, dataset)
         self._executor = SerialExecutor(dataset) if executor is None else executor
+        self._hold = bool(hold_between_epochs)
         self.position = Position()
         self._planned = Position()
         self._pending: deque = deque()  # (position after, plan, handle), in plan order
@@ -111,26 +116,38 @@ class Engine:
     # -- batches ---------------------------------------------------------------
 
     def next(self) -> Any:
-        """Return the next batch.
+        """Return the next batch, stepping over epochs that have none.
 
         Raises:
             StopIteration: when a non-repeating engine has finished its epoch.
+            ValueError: if no epoch has a batch (``'discard'`` with batches
+                larger than the epochs, repeating): there is no next batch.
             RuntimeError: if the executor was closed or has failed.
             Exception: whatever building the batch raised; the batch was not
                 consumed, so the next call asks for it again.
         """
+        spec = self.spec
+        if spec.repeat and spec.epoch_size and not spec.yields_batches:
+            raise ValueError(
+                f"last_batch={spec.last_batch!r} with batch_size={spec.batch_size} larger than "
+                f"the epoch ({spec.epoch_size} examples): every epoch is empty, so there is "
+                f"no next batch")
         if self._deferred is not None:
             error, self._deferred = self._deferred, None
             raise error
         self._executor.ensure_open()
-        try:
-            self._fill()
-        except BaseException:
-            self._discard_planned()
-            raise
-        if not self._pending:
-            raise StopIteration
-        position, plan, handle = self._pending.popleft()
+        while True:
+            try:
+                self._fill()
+            except BaseException:
+                self._discard_planned()
+                raise
+            if not self._pending:
+                raise StopIteration
+            position, plan, handle = self._pending.popleft()
+            if handle is not None:
+                break
+            self._consume(position, plan)  # an epoch without a batch
         try:
             batch = self._executor.collect(handle)
         except BaseException:
@@ -138,11 +155,8 @@ class Engine:
             # asks for the same batch again.
             self._discard_planned()
             raise
-        if position.epoch != self.position.epoch:
-            self._orders.forget_before(position.epoch)
-        self.position = position
-        self.last_plan = plan
-        if self._executor.prefetches:
+        self._consume(position, plan)
+        if self._executor.prefetches and not (self._hold and position.is_new_epoch):
             try:
                 self._fill()
             except BaseException as error:
@@ -152,10 +166,61 @@ class Engine:
                 self._deferred = error
         return batch
 
+    def skip_empty_epoch(self) -> bool:
+        """Consume the epoch about to start if it has no batch; return whether it did.
+
+        For doors that give one epoch per ``iter()`` (Gluon's DataLoader,
+        MXNet's NDArrayIter): with ``'discard'`` or ``'rollover'`` and batches
+        larger than the epoch, such an epoch yields nothing, and (for
+        ``'rollover'``) its examples open a later batch.
+
+        Raises:
+            RuntimeError: if the executor was closed or has failed.
+        """
+        p, spec = self.position, self.spec
+        if not (spec.repeat and spec.epoch_size and p.current_position == 0
+                and spec.last_batch in ("discard", "rollover")
+                and spec.batches_per_epoch(p.carry) == 0):
+            return False
+        if self._deferred is not None:
+            error, self._deferred = self._deferred, None
+            raise error
+        self._executor.ensure_open()
+        if not self._pending:
+            self._fill()
+        position, plan, handle = self._pending.popleft()
+        assert handle is None, "the step after an empty epoch's start is its empty step"
+        self._consume(position, plan)
+        return True
+
+    def _consume(self, position: Position, plan: BatchPlan) -> None:
+        if position.epoch != self.position.epoch:
+            # Keep the orders a rolled-over batch still takes examples from.
+            reach = -(-position.carry // self.spec.epoch_size) if position.carry else 1
+            self._orders.forget_before(position.epoch - reach + 1)
+        self.position = position
+        self.last_plan = plan
+
+    def prefetch(self) -> None:
+        """Start building the next batches now, before the first ``next()``.
+
+        Raises:
+            RuntimeError: if the executor was closed or has failed.
+        """
+        self._executor.ensure_open()
+        if self._executor.prefetches:
+            try:
+                self._fill()
+            except BaseException:
+                self._discard_planned()
+                raise
+
     def _fill(self) -> None:
         executor, pending, orders = self._executor, self._pending, self._orders
         while len(pending) < executor.depth:
             planned = self._planned
+            if self._hold and planned.epoch > self.position.epoch:
+                return  # the caller has not started that epoch yet
             if not orders.recomputable:
                 orders.note_start(planned.epoch, planned.current_position)
             step = self.spec.advance(planned, orders.order_of, orders.stops_of)
@@ -163,11 +228,13 @@ class Engine:
                 return
             position, plan = step
             self._planned = position
-            pending.append((position, plan, executor.submit(plan, self.seed)))
+            # An empty step (an epoch without a batch) is not built anywhere.
+            handle = executor.submit(plan, self.seed) if len(plan.indices) else None
+            pending.append((position, plan, handle))
             self._most_in_flight = max(self._most_in_flight, len(pending))
 
     def _discard_planned(self) -> None:
-        handles = [handle for _, _, handle in self._pending]
+        handles = [handle for _, _, handle in self._pending if handle is not None]
         self._pending.clear()
         if handles:
             self._executor.cancel(handles)
@@ -268,8 +335,18 @@ class Engine:
         It counts only the batches already handed to the caller, and does not
         grow with the dataset unless a stateful order sampler forces it to
         carry the current epoch's order.
+
+        Raises:
+            ValueError: if a stateful order sampler's orders would be needed for
+                a rolled-over tail longer than an epoch (only the previous
+                epoch's order is kept).
         """
         p = self.position
+        if p.carry > self.spec.epoch_size and not self._orders.recomputable:
+            raise ValueError(
+                f"cannot checkpoint a rolled-over tail of {p.carry} examples that spans several "
+                f"epochs of {self.spec.epoch_size} with order sampler {self._orders.kind!r}: "
+                f"it keeps one order per epoch; use a seeded sampler")
         sampler = self._orders.state_dict(p.epoch, with_previous=p.carry > 0)
         return _checkpoint.make_state(self.spec, self.dataset_length, p, self.seed, sampler)
 

@@ -27,12 +27,13 @@ class BatchSpec:
             ``'discard'``, ``'rollover'`` or ``'pad'``; see
             :mod:`dataset_kit.iterators._statemachine`.
 
+    A ``'discard'`` or ``'rollover'`` spec whose batches are larger than its
+    epochs is valid: some epochs have no batch (see :attr:`yields_batches`).
+
     Raises:
         TypeError: if ``batch_size`` or ``epoch_size`` is not an integer.
         ValueError: if ``batch_size`` is not positive, ``epoch_size`` is
-            negative, ``last_batch`` is unknown, or a repeating ``'discard'``
-            / ``'rollover'`` spec has batches larger than its epochs (some
-            epochs would have no batch at all).
+            negative or ``last_batch`` is unknown.
     """
 
     batch_size: int
@@ -46,12 +47,16 @@ class BatchSpec:
         if self.last_batch not in LAST_BATCH_POLICIES:
             raise ValueError(
                 f"last_batch must be one of {list(LAST_BATCH_POLICIES)}, got {self.last_batch!r}")
-        if (self.repeat and self.last_batch in ("discard", "rollover")
-                and self.batch_size > self.epoch_size > 0):
-            raise ValueError(
-                f"last_batch={self.last_batch!r} with repeat=True needs batch_size <= the epoch "
-                f"size, got batch_size={self.batch_size} and epoch size {self.epoch_size} "
-                f"(some epochs would yield no batch)")
+
+    @property
+    def yields_batches(self) -> bool:
+        """Whether a repeating stream ever yields a batch.
+
+        False for ``'discard'`` with batches larger than the epochs: every epoch
+        is empty, so an iterator asking for the next batch would wait forever.
+        (``'rollover'`` gathers examples over several epochs into a batch.)
+        """
+        return not (self.last_batch == "discard" and self.batch_size > self.epoch_size)
 
     def advance(self, position: Position, order_of: OrderOf,
                 stops_of: OrderOf | None = None) -> tuple[Position, BatchPlan] | None:

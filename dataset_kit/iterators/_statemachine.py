@@ -15,10 +15,18 @@ None       Chainer's: with ``repeat`` a batch that crosses the end is filled fro
 'keep'     a short last batch; the next epoch starts on a fresh batch.
 'discard'  the short tail is dropped; every batch is full.
 'rollover' the tail's examples open the next epoch's first batch (Gluon); every batch
-           is full and belongs to the epoch its last example comes from.
+           is full and belongs to the epoch its last example comes from (a tail may
+           gather several epochs when batches are larger than epochs).
 'pad'      the short last batch is filled up with examples from the start of the
            same epoch's order, and ``BatchPlan.pad`` counts them (MXNet).
 ========== ===========================================================================
+
+With ``'discard'`` or ``'rollover'`` an epoch may hold no full batch at all (batches
+larger than the epoch, as Gluon's DataLoader and MXNet's NDArrayIter allow). A
+repeating stream then takes an *empty step*: a plan with no indices that ends the
+epoch (rolling its examples over, for ``'rollover'``). Whoever consumes batches
+decides what an empty epoch means: a Gluon-style door ends ``iter()`` there, a
+Chainer-style ``next()`` steps over it.
 """
 
 from __future__ import annotations
@@ -41,7 +49,8 @@ class Position(NamedTuple):
         previous_epoch_detail: ``epoch_detail`` before the last batch, or None
             before the first one.
         carry: (``'rollover'`` only) the next batch starts with the last
-            ``carry`` examples of the previous epoch's order.
+            ``carry`` examples of the stream before this epoch (the previous
+            epoch's order, and earlier ones when ``carry`` exceeds an epoch).
     """
 
     epoch: int = 0
@@ -106,6 +115,7 @@ def advance(
 
     Returns:
         ``(next_position, plan)``, or None when a non-repeating iterator is done.
+        A plan without indices is an empty step: the epoch ends without a batch.
 
     Raises:
         ValueError: if ``repeat`` is set and the dataset is empty.
@@ -124,13 +134,19 @@ def advance(
             return _advance_filling_across_epochs(position, batch_size, n, order_of)
         last_batch = "keep"
     epoch, pos, carry = position.epoch, position.current_position, position.carry
+    detail = position.epoch + position.current_position / n
     if last_batch in ("discard", "rollover") and carry + n - pos < batch_size:
-        return None  # the epoch has no full batch (batch_size > epoch size, not repeating)
+        # No full batch is left. A batch that leaves less than a full batch
+        # ends its epoch, so this happens only at an epoch's start.
+        if not repeat:
+            return None
+        order_of(epoch)
+        order_of(epoch + 1)  # asked when the epoch ends, as Chainer asks its sampler
+        next_carry = carry + n - pos if last_batch == "rollover" else 0
+        return (Position(epoch + 1, 0, True, detail, next_carry),
+                BatchPlan(np.empty(0, dtype=np.int64), epoch))
     order = order_of(epoch)
-    parts, epochs = [], []
-    if carry:
-        parts.append(_chunk(order_of(epoch - 1), n - carry, n))
-        epochs.append((epoch - 1, carry))
+    parts, epochs = _carried(order_of, epoch, carry, n)
     stop = min(pos + batch_size - carry, n)
     parts.append(_chunk(order, pos, stop))
     epochs.append((epoch, stop - pos))
@@ -144,7 +160,6 @@ def advance(
             epochs.append((epoch, short))
     else:  # discard, rollover: stop when no further full batch fits in this epoch
         ends = remaining < batch_size
-    detail = position.epoch + position.current_position / n
     if ends:
         order_of(epoch + 1)  # asked when the epoch ends, as Chainer asks its sampler
         next_carry = remaining if last_batch == "rollover" else 0
@@ -153,6 +168,19 @@ def advance(
         next_position = Position(epoch, stop, False, detail, 0)
     plan = _plan(parts, [(e, t) for e, t in epochs if t], pad)
     return next_position, plan
+
+
+def _carried(order_of: OrderOf, epoch: int, carry: int, n: int) -> tuple[list, list]:
+    """The last ``carry`` examples of the epochs before ``epoch``, oldest first."""
+    parts: list = []
+    epochs: list = []
+    while carry > 0:
+        epoch -= 1
+        take = min(carry, n)
+        parts.insert(0, _chunk(order_of(epoch), n - take, n))
+        epochs.insert(0, (epoch, take))
+        carry -= take
+    return parts, epochs
 
 
 def _advance_to_stop(position: Position, n: int, order_of: OrderOf,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -13,8 +14,14 @@ from dataset_kit.batch import ExampleBatch
 def default_batchify_fn(data: Sequence[Any]) -> Any:
     """Stack a batch as Gluon does: tuples give a list of stacked fields, arrays stack.
 
-    A batch whose columns are stacked already (an :class:`~dataset_kit.ExampleBatch`
-    from an array dataset) is returned without restacking.
+    Examples that hold MXNet NDArrays give NDArrays, as Gluon's
+    ``default_batchify_fn`` does: NDArray fields are stacked with
+    ``nd.stack``, and every other field becomes an NDArray too (so
+    ``data.as_in_context(ctx)`` and ``net(data)`` work on every field). Any
+    other batch gives numpy arrays, and MXNet is never imported for it. A
+    batch whose columns are stacked already (an
+    :class:`~dataset_kit.ExampleBatch` from an array dataset) is returned
+    without restacking.
 
     Args:
         data: the examples.
@@ -25,9 +32,33 @@ def default_batchify_fn(data: Sequence[Any]) -> Any:
     if isinstance(data, ExampleBatch):
         columns = data.columns
         return list(columns) if isinstance(columns, tuple) else columns
+    mx = _mxnet_of(data[0])
+    if mx is not None:
+        return _batchify_ndarrays(data, mx)
     if isinstance(data[0], tuple):
         return [default_batchify_fn(list(field)) for field in zip(*data)]
     return np.asarray(data)
+
+
+def _mxnet_of(example: Any) -> Any:
+    """MXNet, if ``example`` holds an NDArray (then it is imported already), else None."""
+    mx = sys.modules.get("mxnet")
+    if mx is None or not hasattr(mx, "nd"):
+        return None
+    if isinstance(example, tuple):
+        return mx if any(_mxnet_of(field) is not None for field in example) else None
+    return mx if isinstance(example, mx.nd.NDArray) else None
+
+
+def _batchify_ndarrays(data: Sequence[Any], mx: Any) -> Any:
+    """Gluon 1.9.1's ``default_batchify_fn``, for a batch that holds NDArrays."""
+    numpy_mode = mx.util.is_np_array()
+    if isinstance(data[0], mx.nd.NDArray):
+        return mx.np.stack(data) if numpy_mode else mx.nd.stack(*data)
+    if isinstance(data[0], tuple):
+        return [_batchify_ndarrays(list(field), mx) for field in zip(*data)]
+    array = np.asarray(data)
+    return (mx.np.array if numpy_mode else mx.nd.array)(array, dtype=array.dtype)
 
 
 class Stack:

@@ -13,8 +13,11 @@ Gluon                                  engine
 ``prefetch``                           the executor's depth (``prefetch + 1``)
 ``timeout``                            the executor's batch timeout (raises)
 ``start_method`` (not in Gluon)        the worker processes' start method
+``auto_reload=True``                   ``Engine.prefetch()`` now and across epoch ends
+``auto_reload=False`` (the default)    ``hold_between_epochs``: built when ``iter()`` asks
 ``pin_memory``, ``device``             :func:`~dataset_kit.to_device` on delivery
 one ``iter()``                         batches up to the one that ends an epoch
+an epoch without a full batch          ``skip_empty_epoch()``: nothing
 =====================================  ===============================================
 """
 
@@ -22,6 +25,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from typing import Any
+
+import numpy as np
 
 from dataset_kit._checks import non_negative_int
 from dataset_kit.convert import to_device
@@ -73,10 +78,18 @@ class DataLoader:
         start_method: ``"fork"``, ``"forkserver"`` or ``"spawn"`` for the
             worker processes; None for the platform's default (fork where
             available). Not in Gluon.
+        auto_reload: with workers, start building batches at construction
+            and the next epoch's as soon as an epoch ends; False (Gluon 1.9.1's
+            default in its code, though its docstring says True) builds
+            nothing until ``iter()`` asks for an epoch.
+
+    With ``last_batch='discard'`` or ``'rollover'`` an epoch may hold no full
+    batch (``batch_size`` larger than the dataset): ``iter()`` then yields
+    nothing, and ``'rollover'`` keeps the epoch's examples for a later batch,
+    as Gluon's ``BatchSampler`` does.
 
     Raises:
-        ValueError: for Gluon's argument conflicts, a bad ``last_batch`` or
-            a ``'discard'``/``'rollover'`` batch larger than the epoch.
+        ValueError: for Gluon's argument conflicts or a bad ``last_batch``.
         TypeError: for arguments of the wrong type.
     """
 
@@ -85,7 +98,8 @@ class DataLoader:
                  batchify_fn: Callable[[Any], Any] | None = None, num_workers: int = 0,
                  pin_memory: bool = False, pin_device_id: int = 0, prefetch: int | None = None,
                  thread_pool: bool = False, timeout: float = 120, seed: int | None = None,
-                 device: Any = None, start_method: str | None = None) -> None:
+                 device: Any = None, auto_reload: bool = False,
+                 start_method: str | None = None) -> None:
         if batch_sampler is None:
             if batch_size is None:
                 raise ValueError("batch_size must be specified unless batch_sampler is specified")
@@ -119,16 +133,25 @@ class DataLoader:
         order = None if sampler is None else \
             sampler if isinstance(sampler, BatchListOrder) else as_order_sampler(sampler)
         self._own_batches = order if isinstance(order, BatchListOrder) else None
+        if not isinstance(auto_reload, (bool, np.bool_)):
+            raise TypeError(f"auto_reload must be True or False, got {auto_reload!r}")
         self._engine = Engine(dataset, batch_size=batch_size, shuffle=None if order else shuffle,
                               order_sampler=order, seed=seed, last_batch=last_batch,
-                              executor=executor)
+                              executor=executor, hold_between_epochs=not auto_reload)
         self._device, self._pin_memory = device, bool(pin_memory)
         to_device(device, None)  # a bad or unavailable device fails here, not mid-epoch
+        self.auto_reload = bool(auto_reload)
+        if self.auto_reload:
+            self.refresh()
+
+    def refresh(self) -> None:
+        """Start building the next batches now (Gluon's ``refresh``; workers only)."""
+        self._engine.prefetch()
 
     def __iter__(self) -> Iterator[Any]:
         engine = self._engine
-        if engine.spec.epoch_size == 0:
-            return
+        if engine.spec.epoch_size == 0 or engine.skip_empty_epoch():
+            return  # an epoch without a (full) batch yields nothing, as in Gluon
         while True:
             batch = engine.next()
             yield to_device(self._device, batch, self._pin_memory)

@@ -21,7 +21,10 @@ class EpochLoader:
                               executor=executor or SerialExecutor(dataset))
 
     def __iter__(self):
-        # An epoch ends with the batch that sets is_new_epoch.
+        # An epoch ends with the batch that sets is_new_epoch; an epoch without
+        # a full batch ('discard', 'rollover') yields nothing.
+        if self._engine.skip_empty_epoch():
+            return
         while True:
             batch = self._engine.next()
             yield batch

@@ -85,6 +85,12 @@ def test_image_folder_lists_classes_in_sorted_order(folder):
     assert len(ImageFolderDataset(folder, extensions=[".jpg"])) == 0
 
 
+def test_image_folder_synsets_are_gluons_name_for_the_classes(folder):
+    dataset = ImageFolderDataset(folder)
+    assert dataset.synsets == ["cat", "dog"] == dataset.classes
+    assert [dataset.synsets[label] for _, label in dataset.items] == ["cat"] * 3 + ["dog"] * 2
+
+
 def test_a_corrupt_image_names_the_file_and_the_example(tmp_path):
     write_image(tmp_path / "good.png", 1)
     data = (tmp_path / "good.png").read_bytes()

@@ -73,10 +73,7 @@ def test_discard_drops_only_the_tail(n, b, seed):
 
 @given(**sizes)
 def test_rollover_keeps_every_batch_full_and_every_example_once_per_epoch(n, b, seed):
-    if b > n:
-        with pytest.raises(ValueError, match="batch_size <= the epoch size"):
-            SerialIterator(np.arange(n), b, last_batch="rollover")
-        return
+    # Batches larger than the epoch gather several epochs' examples (Gluon's rollover).
     batches, _ = run(serial, n, b, 5 * n, seed=seed, last_batch="rollover")
     assert all(len(ix) == b for ix, _, _ in batches)
     stream = [i for ix, _, _ in batches for i in ix]
@@ -84,8 +81,19 @@ def test_rollover_keeps_every_batch_full_and_every_example_once_per_epoch(n, b, 
     assert stream == [i for ix, _, _ in chainer for i in ix]
     for k in range(len(stream) // n):
         assert sorted(stream[k * n:(k + 1) * n]) == list(range(n))
-    for epoch in epochs_of(batches)[1:3]:
+    for epoch in epochs_of(batches)[1:3] if b <= n else []:
         assert len(epoch) in ((n + n % b) // b, n // b, -(-n // b))
+
+
+@given(**sizes)
+def test_discard_with_batches_larger_than_the_epoch_is_refused_only_when_repeating(n, b, seed):
+    if b <= n:
+        return
+    # Every epoch is empty: next() would never have a batch to return.
+    with pytest.raises(ValueError, match="batch_size <= the epoch size"):
+        SerialIterator(np.arange(n), b, seed=seed, last_batch="discard")
+    batches, _ = run(serial, n, b, 3, seed=seed, last_batch="discard", repeat=False)
+    assert batches == []
 
 
 @given(**sizes)

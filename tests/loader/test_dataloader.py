@@ -42,16 +42,67 @@ def test_rollover_epochs_and_lengths_are_gluons():
                     [[8, 9, 0], [1, 2, 3], [4, 5, 6], [7, 8, 9]]]
 
 
+class GluonBatchSampler:
+    """Gluon 1.9.1's BatchSampler.__iter__ over SequentialSampler(n), line for line."""
+
+    def __init__(self, n, batch_size, last_batch):
+        self._n, self._batch_size, self._last_batch, self._prev = n, batch_size, last_batch, []
+
+    def __iter__(self):
+        batch, self._prev = self._prev, []
+        for i in range(self._n):
+            batch.append(i)
+            if len(batch) == self._batch_size:
+                yield batch
+                batch = []
+        if batch:
+            if self._last_batch == "keep":
+                yield batch
+            elif self._last_batch == "rollover":
+                self._prev = batch
+
+    def __len__(self):
+        if self._last_batch == "keep":
+            return (self._n + self._batch_size - 1) // self._batch_size
+        if self._last_batch == "discard":
+            return self._n // self._batch_size
+        return (len(self._prev) + self._n) // self._batch_size
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 12), b=st.integers(1, 40),
+       last=st.sampled_from(["keep", "discard", "rollover"]))
+def test_epochs_and_lengths_are_gluons_even_when_an_epoch_has_no_full_batch(n, b, last):
+    gluon = GluonBatchSampler(n, b, last)
+    loader = DataLoader(ArrayDataset(np.arange(n)), b, last_batch=last)
+    for _ in range(6):
+        assert len(loader) == len(gluon)
+        assert [ids(x) for x in loader] == list(gluon)
+
+
+@pytest.mark.parametrize("workers", WORKERS, ids=["serial", "threads", "processes"])
+def test_an_epoch_without_a_full_batch_is_empty_and_rolls_its_examples_over(workers):
+    # Gluon: 4 examples in batches of 10 with 'rollover' yield nothing for two
+    # epochs, then one batch of epochs 0, 1 and 2's examples; 'discard' yields nothing.
+    with DataLoader(ArrayDataset(np.arange(4)), 10, last_batch="rollover", **workers) as loader:
+        assert [len(loader) for _ in range(1)] == [0]
+        assert epochs(loader, 4) == [[], [], [[0, 1, 2, 3, 0, 1, 2, 3, 0, 1]], []]
+        state = json.loads(json.dumps(loader.state_dict()))
+        assert state["carry"] == 6
+        rest = epochs(loader, 2)
+    with DataLoader(ArrayDataset(np.arange(4)), 10, last_batch="rollover", **workers) as again:
+        again.load_state_dict(state)
+        assert epochs(again, 2) == rest == [[[2, 3, 0, 1, 2, 3, 0, 1, 2, 3]], []]
+    with DataLoader(ArrayDataset(np.arange(4)), 10, last_batch="discard", **workers) as loader:
+        assert len(loader) == 0 and epochs(loader, 3) == [[], [], []]
+
+
 @settings(max_examples=20)
 @given(n=st.integers(1, 17), b=st.integers(1, 6), seed=st.integers(0, 2**31),
        last=st.sampled_from(["keep", "discard", "rollover"]),
        workers=st.sampled_from(WORKERS))
 def test_each_epoch_has_len_batches_and_visits_examples_as_its_policy_says(n, b, seed, last,
                                                                           workers):
-    if last != "keep" and b > n:
-        with pytest.raises(ValueError, match="batch_size <= the epoch size"):
-            DataLoader(ArrayDataset(np.arange(n)), b, last_batch=last)
-        return
     with DataLoader(ArrayDataset(np.arange(n)), b, shuffle=True, last_batch=last, seed=seed,
                     **workers) as loader:
         stream = []
@@ -176,3 +227,69 @@ def test_a_custom_batch_sampler_gives_its_own_batches_and_resumes(workers):
     assert head + rest == expected[0]
     with pytest.raises(ValueError, match="empty batch"):
         DataLoader(data, batch_sampler=[[0, 1], []])
+
+
+class FetchLog:
+    """Records every example fetched (threads share the list)."""
+
+    def __init__(self, n):
+        self.n, self.log = n, []
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        self.log.append(i)
+        return i
+
+
+def wait_for(condition, seconds=20.0):
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return condition()
+
+
+def test_auto_reload_starts_building_at_construction_and_after_each_epoch():
+    data = FetchLog(6)
+    with DataLoader(data, 2, num_workers=1, thread_pool=True, prefetch=2,
+                    auto_reload=True) as loader:
+        assert loader.auto_reload is True
+        assert wait_for(lambda: len(data.log) >= 2)  # before any iter(), as in Gluon
+        assert [ids(b) for b in loader] == [[0, 1], [2, 3], [4, 5]]
+        assert wait_for(lambda: len(data.log) > 6)  # the next epoch is on its way
+
+
+def test_without_auto_reload_nothing_is_built_before_iter_asks_for_an_epoch():
+    # Gluon 1.9.1's code defaults to auto_reload=False (its docstring says True).
+    data = FetchLog(6)
+    with DataLoader(data, 2, num_workers=1, thread_pool=True, prefetch=2) as loader:
+        assert loader.auto_reload is False
+        time.sleep(0.3)
+        assert data.log == []
+        assert [ids(b) for b in loader] == [[0, 1], [2, 3], [4, 5]]
+        time.sleep(0.3)
+        assert sorted(data.log) == list(range(6))  # nothing of the next epoch yet
+        assert [ids(b) for b in loader] == [[0, 1], [2, 3], [4, 5]]
+
+
+def test_auto_reload_must_be_a_bool():
+    with pytest.raises(TypeError, match="auto_reload must be True or False, got 'yes'"):
+        DataLoader(ArrayDataset(np.arange(4)), 2, auto_reload="yes")
+
+
+def test_a_rolled_over_tail_longer_than_an_epoch_of_a_stateful_sampler_is_not_checkpointed():
+    class Reversed:  # a user's sampler: an iterable, asked once per epoch
+        def __iter__(self):
+            return iter(range(3, -1, -1))
+
+        def __len__(self):
+            return 4
+
+    loader = DataLoader(ArrayDataset(np.arange(4)), 10, sampler=Reversed(), last_batch="rollover")
+    assert epochs(loader, 1) == [[]]
+    loader.state_dict()  # a tail of one epoch: its order is kept in the state
+    assert epochs(loader, 1) == [[]]
+    with pytest.raises(ValueError, match="spans several epochs"):
+        loader.state_dict()
+    assert epochs(loader, 1) == [[[3, 2, 1, 0, 3, 2, 1, 0, 3, 2]]]
