@@ -46,19 +46,25 @@ class Engine:
         last_batch: how each epoch ends: None (Chainer's), ``'keep'``,
             ``'discard'``, ``'rollover'`` or ``'pad'``.
         executor: where batches are built; a :class:`SerialExecutor` when None.
+        empty_epochs: whether the caller can take an epoch without a batch
+            (``'discard'`` or ``'rollover'`` with ``batch_size`` larger than the
+            epoch): :meth:`next` then raises StopIteration once for such an
+            epoch, and the next call opens the following one. Without it such a
+            repeating spec is refused, because a caller that expects batches
+            forever would wait forever.
 
     Raises:
         TypeError: if ``batch_size`` or ``seed`` is not an integer, or
             ``order_sampler`` is not callable.
         ValueError: if ``batch_size`` is not positive, ``seed`` is negative,
             both ``shuffle`` and ``order_sampler`` are given, or ``last_batch``
-            is unknown or cannot be honoured.
+            is unknown or gives empty epochs that the caller cannot take.
     """
 
     def __init__(self, dataset: Any, *, batch_size: int | None, repeat: bool = True,
                  shuffle: bool | None = None, order_sampler: Any = None,
                  seed: int | None = None, last_batch: str | None = None,
-                 executor: Executor | None = None) -> None:
+                 executor: Executor | None = None, empty_epochs: bool = False) -> None:
         if batch_size is not None or not callable(getattr(order_sampler, "batch_stops", None)):
             positive_int("batch_size", batch_size)
         if shuffle is not None and order_sampler is not None:
@@ -79,6 +85,11 @@ class Engine:
             sizes = np.diff(self._orders.stops_of(0), prepend=0)
             batch_size = int(sizes.max()) if len(sizes) else 1
         self.spec = BatchSpec(batch_size, self._orders.epoch_size, bool(repeat), last_batch)
+        if self.spec.has_empty_epochs and not empty_epochs:
+            raise ValueError(
+                f"last_batch={last_batch!r} with repeat=True needs batch_size <= the epoch "
+                f"size, got batch_size={batch_size} and epoch size {self.spec.epoch_size} "
+                f"(some epochs would yield no batch)")
         self._executor = SerialExecutor(dataset) if executor is None else executor
         self.position = Position()
         self._planned = Position()
@@ -92,7 +103,9 @@ class Engine:
         """Return the next batch.
 
         Raises:
-            StopIteration: when a non-repeating engine has finished its epoch.
+            StopIteration: when a non-repeating engine has finished its epoch,
+                or (with ``empty_epochs``) for an epoch without a batch, which
+                this call consumed.
             RuntimeError: if the executor was closed or has failed.
             Exception: whatever building the batch raised; the batch was not
                 consumed, so the next call asks for it again.
@@ -109,6 +122,9 @@ class Engine:
         if not self._pending:
             raise StopIteration
         position, plan, handle = self._pending.popleft()
+        if handle is None:  # an empty epoch: consumed, and nothing to deliver
+            self._consume(position, plan)
+            raise StopIteration
         try:
             batch = self._executor.collect(handle)
         except BaseException:
@@ -116,10 +132,7 @@ class Engine:
             # asks for the same batch again.
             self._discard_planned()
             raise
-        if position.epoch != self.position.epoch:
-            self._orders.forget_before(position.epoch)
-        self.position = position
-        self.last_plan = plan
+        self._consume(position, plan)
         if self._executor.prefetches:
             try:
                 self._fill()
@@ -129,6 +142,12 @@ class Engine:
                 self._discard_planned()
                 self._deferred = error
         return batch
+
+    def _consume(self, position: Position, plan: BatchPlan) -> None:
+        if position.epoch != self.position.epoch:
+            self._orders.forget_before(position.epoch)
+        self.position = position
+        self.last_plan = plan
 
     def _fill(self) -> None:
         executor, pending, orders = self._executor, self._pending, self._orders
@@ -141,10 +160,11 @@ class Engine:
                 return
             position, plan = step
             self._planned = position
-            pending.append((position, plan, executor.submit(plan, self.seed)))
+            handle = executor.submit(plan, self.seed) if len(plan.indices) else None
+            pending.append((position, plan, handle))
 
     def _discard_planned(self) -> None:
-        handles = [handle for _, _, handle in self._pending]
+        handles = [handle for _, _, handle in self._pending if handle is not None]
         self._pending.clear()
         if handles:
             self._executor.cancel(handles)
@@ -180,9 +200,11 @@ class Engine:
         return float(self.position.epoch) if n == 0 else \
             self.position.epoch + self.position.current_position / n
 
-    def current_order(self) -> np.ndarray | None:
-        """Return the order of the current epoch (None: identity, or an empty dataset)."""
-        return self._orders.order_of(self.position.epoch) if self.spec.epoch_size else None
+    def current_order(self, epoch: int | None = None) -> np.ndarray | None:
+        """Return the order of the current epoch, or of ``epoch`` (None: identity, or an
+        empty dataset)."""
+        epoch = self.position.epoch if epoch is None else epoch
+        return self._orders.order_of(epoch) if self.spec.epoch_size else None
 
     def pin_current_order(self, order: Any) -> None:
         """Use ``order`` for the rest of the current epoch (a Chainer snapshot's order).

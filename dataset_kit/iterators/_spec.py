@@ -30,9 +30,7 @@ class BatchSpec:
     Raises:
         TypeError: if ``batch_size`` or ``epoch_size`` is not an integer.
         ValueError: if ``batch_size`` is not positive, ``epoch_size`` is
-            negative, ``last_batch`` is unknown, or a repeating ``'discard'``
-            / ``'rollover'`` spec has batches larger than its epochs (some
-            epochs would have no batch at all).
+            negative, or ``last_batch`` is unknown.
     """
 
     batch_size: int
@@ -46,12 +44,13 @@ class BatchSpec:
         if self.last_batch not in LAST_BATCH_POLICIES:
             raise ValueError(
                 f"last_batch must be one of {list(LAST_BATCH_POLICIES)}, got {self.last_batch!r}")
-        if (self.repeat and self.last_batch in ("discard", "rollover")
-                and self.batch_size > self.epoch_size > 0):
-            raise ValueError(
-                f"last_batch={self.last_batch!r} with repeat=True needs batch_size <= the epoch "
-                f"size, got batch_size={self.batch_size} and epoch size {self.epoch_size} "
-                f"(some epochs would yield no batch)")
+
+    @property
+    def has_empty_epochs(self) -> bool:
+        """Whether epochs repeat and have no batch (``'discard'`` or ``'rollover'``
+        with batches larger than the epoch)."""
+        return (self.repeat and self.last_batch in ("discard", "rollover")
+                and self.batch_size > self.epoch_size > 0)
 
     def advance(self, position: Position, order_of: OrderOf,
                 stops_of: OrderOf | None = None) -> tuple[Position, BatchPlan] | None:

@@ -19,6 +19,11 @@ None       Chainer's: with ``repeat`` a batch that crosses the end is filled fro
 'pad'      the short last batch is filled up with examples from the start of the
            same epoch's order, and ``BatchPlan.pad`` counts them (MXNet).
 ========== ===========================================================================
+
+With ``'discard'`` or ``'rollover'`` an epoch may have no full batch at all
+(``batch_size`` larger than the epoch). Without ``repeat`` iteration then
+stops; with it the epoch is *empty*: :func:`advance` returns a plan with no
+indices that closes the epoch, and the next call plans the following one.
 """
 
 from __future__ import annotations
@@ -125,7 +130,15 @@ def advance(
         last_batch = "keep"
     epoch, pos, carry = position.epoch, position.current_position, position.carry
     if last_batch in ("discard", "rollover") and carry + n - pos < batch_size:
-        return None  # the epoch has no full batch (batch_size > epoch size, not repeating)
+        if not repeat:
+            return None  # the epoch has no full batch (batch_size > epoch size)
+        # An empty epoch: a plan without indices that closes it. 'rollover' carries
+        # this epoch's examples on (an older carry is dropped: a carry spans one epoch).
+        order_of(epoch + 1)  # asked when the epoch ends, as Chainer asks its sampler
+        detail = epoch + pos / n
+        next_carry = n - pos if last_batch == "rollover" else 0
+        return (Position(epoch + 1, 0, True, detail, next_carry),
+                BatchPlan(np.empty(0, np.int64), epoch))
     order = order_of(epoch)
     parts, epochs = [], []
     if carry:
