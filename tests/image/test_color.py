@@ -21,7 +21,9 @@ def test_hls_matches_colorsys_in_opencvs_8_bit_ranges_and_round_trips(image):
     assert abs(int(hls[0, 0, 1]) - light * 255) <= 1 and abs(int(hls[0, 0, 2]) - s * 255) <= 1
     hue_error = abs(int(hls[0, 0, 0]) - h * 180)
     assert min(hue_error, 180 - hue_error) <= 1 or s == 0
-    assert np.abs(color.hls_to_rgb(hls).astype(int) - image).max() <= 4  # 8-bit hue steps
+    # An 8-bit hue step is 2 degrees: up to 255 * 1 / 60 (4.25) per channel at full chroma,
+    # plus the rounding of L and S.
+    assert np.abs(color.hls_to_rgb(hls).astype(int) - image).max() <= 6
 
 
 @given(images)
