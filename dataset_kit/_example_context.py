@@ -70,13 +70,17 @@ def map_examples(fn: Callable[[Any], Any], items: Iterable[Any]) -> list:
     return out
 
 
-def example_rng() -> np.random.Generator:
+def example_rng(seed: int | None = None) -> np.random.Generator:
     """Return a random generator for the example being fetched.
 
     Inside an iterator the generator is derived from ``(seed, epoch, index)``,
     so every iterator kind, worker count and resumed run draws the same numbers
     for the same example of the same epoch. Outside an iterator a fresh,
     unseeded generator is returned.
+
+    Args:
+        seed: derive from this seed instead of the iterator's (an augmentation
+            with a seed of its own, such as MXNet's ``seed_aug``).
 
     Returns:
         A :class:`numpy.random.Generator`.
@@ -87,5 +91,6 @@ def example_rng() -> np.random.Generator:
     k = context.cursor
     epochs = context.epochs
     epoch = epochs if isinstance(epochs, int) else int(epochs[k])
-    key = [context.seed, EXAMPLE_STREAM, epoch, int(context.indices[k])]
+    key = [context.seed if seed is None else int(seed), EXAMPLE_STREAM, epoch,
+           int(context.indices[k])]
     return np.random.default_rng(np.random.SeedSequence(key))

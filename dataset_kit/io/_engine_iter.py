@@ -3,7 +3,8 @@
 MXNet                         engine
 ============================  ==================================================
 ``next()`` / ``iter_next()``  ``engine.next()`` until the batch that ends the epoch
-``StopIteration``             after that batch, until ``reset()``
+``StopIteration``             after that batch, until ``reset()``; at once for an
+                              epoch without a batch (``skip_empty_epoch()``)
 ``reset()`` mid-epoch         ``start_next_epoch()`` (MXNet restarts the epoch)
 ``DataBatch.pad``             from the batch's plan (see :data:`PAD_RULES`)
 ``data`` / ``label``          the first / last columns of each stacked batch
@@ -17,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from dataset_kit.convert import concat_examples
-from dataset_kit.io.data_iter import DataDesc, DataIter
+from dataset_kit.io.data_iter import DataBatch, DataDesc, DataIter
 from dataset_kit.iterators import _checkpoint
 from dataset_kit.iterators._engine import Engine
 
@@ -53,6 +54,9 @@ class EngineDataIter(DataIter):
         if not self._epoch_open:
             self._exhausted = True
             return False
+        if self._engine.skip_empty_epoch():  # an epoch without a batch, consumed
+            self._epoch_open, self._exhausted = False, True
+            return False
         batch = self._engine.next()
         # A tuple is a batch the executor's converter already stacked (in a worker).
         columns = batch if isinstance(batch, tuple) else concat_examples(batch)
@@ -71,6 +75,12 @@ class EngineDataIter(DataIter):
 
     def getlabel(self) -> list:
         return list(self._current[len(self._data_descs):])
+
+    def epoch_order(self) -> np.ndarray:
+        """The order of the epoch being read (the one just ended, until :meth:`reset`)."""
+        epoch = self._engine.position.epoch - (0 if self._epoch_open else 1)
+        order = self._engine.current_order(max(epoch, 0))
+        return np.arange(self._engine.spec.epoch_size) if order is None else order.copy()
 
     def getpad(self) -> int:
         plan = self._engine.last_plan
@@ -121,3 +131,23 @@ class EngineDataIter(DataIter):
     def close(self) -> None:
         """Release threads, processes and shared memory. Idempotent."""
         self._engine.close()
+
+
+class NativeDataIter(EngineDataIter):
+    """MXNet's iterators written in C++ (``MXDataIter``): one data and one label input.
+
+    Their ``getdata()`` and ``getlabel()`` return the array itself, not a list;
+    ``next()`` wraps each in a list, as MXNet's ``MXDataIter`` does.
+    """
+
+    def getdata(self) -> Any:
+        return self._current[0]
+
+    def getlabel(self) -> Any:
+        return self._current[1]
+
+    def next(self) -> DataBatch:
+        if not self.iter_next():
+            raise StopIteration
+        return DataBatch([self.getdata()], [self.getlabel()], self.getpad(), self.getindex(),
+                         self.provide_data, self.provide_label)

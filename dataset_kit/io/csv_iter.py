@@ -10,6 +10,7 @@ MXNet 1.9               engine
                         here they are the epoch's first rows)
 no ``label_csv``        zeros, named ``softmax_label``
 ``DataBatch.index``     the rows' line numbers
+``getdata()``           the data array itself (MXNet's C++ iterators), not a list
 ======================  ==========================================================
 """
 
@@ -23,12 +24,12 @@ import numpy as np
 from dataset_kit._checks import positive_int
 from dataset_kit.datasets import TupleDataset
 from dataset_kit.datasets.csv_dataset import CSVArrayDataset
-from dataset_kit.io._engine_iter import EngineDataIter
+from dataset_kit.io._engine_iter import NativeDataIter
 from dataset_kit.io.data_iter import DataDesc
 from dataset_kit.iterators._engine import Engine
 
 
-class CSVIter(EngineDataIter):
+class CSVIter(NativeDataIter):
     """Batches of rows of numeric CSV files, MXNet 1.9's ``CSVIter``, resumable.
 
     The files are never loaded whole: an index of line offsets is built once
@@ -76,6 +77,6 @@ class CSVIter(EngineDataIter):
                          "wrapped" if round_batch else "padding", with_index=True)
         self.round_batch = bool(round_batch)
 
-    def getlabel(self) -> list:
-        labels = super().getlabel()
-        return [labels[0].reshape(-1)] if self._squeeze else labels
+    def getlabel(self) -> np.ndarray:
+        label = super().getlabel()
+        return label.reshape(-1) if self._squeeze else label

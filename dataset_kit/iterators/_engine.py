@@ -74,7 +74,7 @@ class Engine:
             ``order_sampler`` is not callable.
         ValueError: if ``batch_size`` is not positive, ``seed`` is negative,
             both ``shuffle`` and ``order_sampler`` are given, or ``last_batch``
-            is unknown or cannot be honoured.
+            is unknown or gives empty epochs that the caller cannot take.
     """
 
     def __init__(self, dataset: Any, *, batch_size: int | None, repeat: bool = True,
@@ -274,9 +274,11 @@ class Engine:
         return float(self.position.epoch) if n == 0 else \
             self.position.epoch + self.position.current_position / n
 
-    def current_order(self) -> np.ndarray | None:
-        """Return the order of the current epoch (None: identity, or an empty dataset)."""
-        return self._orders.order_of(self.position.epoch) if self.spec.epoch_size else None
+    def current_order(self, epoch: int | None = None) -> np.ndarray | None:
+        """Return the order of the current epoch, or of ``epoch`` (None: identity, or an
+        empty dataset)."""
+        epoch = self.position.epoch if epoch is None else epoch
+        return self._orders.order_of(epoch) if self.spec.epoch_size else None
 
     def pin_current_order(self, order: Any) -> None:
         """Use ``order`` for the rest of the current epoch (a Chainer snapshot's order).
