@@ -133,9 +133,9 @@ def test_an_index_that_does_not_point_at_a_record_names_the_key(tmp_path):
         writer.write_idx(0, b"abcdefgh")
         writer.write_idx(1, b"ijkl")
     (tmp_path / "r.idx").write_text("0\t0\n1\t4\n")
-    reader = IndexedRecordReader(tmp_path / "r.idx", tmp_path / "r.rec")
-    with pytest.raises(RecordIOError, match="offset 4.*key 1"):
-        reader.read_idx(1)
+    with pytest.raises(RecordIOError, match="r.idx does not belong to .*r.rec: key 1 points at "
+                                            "offset 4, where no record starts"):
+        IndexedRecordReader(tmp_path / "r.idx", tmp_path / "r.rec")
     (tmp_path / "bad.idx").write_text("0 0\n")
     with pytest.raises(RecordIOError, match="bad.idx, line 1"):
         IndexedRecordReader(tmp_path / "bad.idx", tmp_path / "r.rec")
