@@ -131,5 +131,8 @@ def _check_next(read: Callable[[int, int], memoryview], offset: int, after: int,
         magic, lrec = _HEAD.unpack(read(after, 8))
         if magic == MAGIC and lrec >> 29 in (0, 1):
             return
+        if magic == MAGIC and lrec >> 29 > 3:
+            raise RecordIOError(f"{where}: undefined part flag {lrec >> 29} at offset {after} "
+                                f"(0 whole record, 1 first, 2 middle, 3 last part)")
     raise RecordIOError(f"{where}: the record at offset {offset} ends at {after}, where no "
                         f"record starts (a damaged length or part flag)")
