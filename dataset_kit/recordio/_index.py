@@ -13,6 +13,8 @@ from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from dataset_kit.recordio._format import MAGIC_BYTES, RecordIOError, parse
 
 # How many offsets (spread evenly, first and last included) are checked for a record at open.
@@ -29,29 +31,30 @@ def read_index(data: bytes, idx_path: str, key_type: Callable[[str], Any]
     """
     keys: list = []
     idx: dict = {}
-    lines: dict = {}
-    rows = data.split(b"\n")
-    if rows[-1] == b"":
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        number = data.count(b"\n", 0, error.start) + 1
+        row = data.split(b"\n")[number - 1]
+        raise RecordIOError(f"{idx_path}, line {number}: not UTF-8 text: {row[:80]!r}") from None
+    rows = text.split("\n")
+    if rows[-1] == "":
         rows.pop()  # the newline that ends the last line
-    for number, raw in enumerate(rows, 1):
-        try:
-            fields = raw.decode("utf-8").strip().split("\t")
-        except UnicodeDecodeError:
-            raise RecordIOError(f"{idx_path}, line {number}: not UTF-8 text: {raw[:80]!r}"
-                                ) from None
-        if len(fields) != 2 or not fields[1].isdigit() or not fields[1].isascii():
+    for number, row in enumerate(rows, 1):
+        fields = row.strip().split("\t")
+        if len(fields) != 2 or not (fields[1].isdigit() and fields[1].isascii()):
             raise RecordIOError(f"{idx_path}, line {number}: expected 'key<TAB>offset', got "
-                                f"{raw[:80].decode('utf-8', 'replace')!r}")
+                                f"{row[:80]!r}")
         try:
             key = key_type(fields[0])
         except (ValueError, TypeError) as error:
             raise RecordIOError(f"{idx_path}, line {number}: key {fields[0]!r} is not a valid "
                                 f"{getattr(key_type, '__name__', key_type)} ({error})") from None
         if key in idx:
+            first = keys.index(key) + 1
             raise RecordIOError(f"{idx_path}, line {number}: duplicate key {key!r} (first on "
-                                f"line {lines[key]})")
+                                f"line {first})")
         idx[key] = int(fields[1])
-        lines[key] = number
         keys.append(key)
     return keys, idx
 
@@ -76,31 +79,35 @@ def check_pair(idx: dict, size: int, read: Callable[[int, int], memoryview], idx
             raise RecordIOError(f"{mismatch}: the index lists no record, but the record file "
                                 f"has {size} bytes")
         return []
-    by_offset: dict[int, Any] = {}
-    for key, offset in idx.items():
-        if offset % 4 or offset > size - 8:
-            raise RecordIOError(f"{mismatch}: key {key!r} points at offset {offset}, which is "
-                                + ("not 4-byte aligned" if offset % 4 else
-                                   f"past the end of the record file ({size} bytes)"))
-        if offset in by_offset:
-            raise RecordIOError(f"{mismatch}: keys {by_offset[offset]!r} and {key!r} both "
-                                f"point at offset {offset}")
-        by_offset[offset] = key
-    ordered = sorted(by_offset)
+    offsets = np.fromiter(idx.values(), dtype=np.int64, count=len(idx))
+    bad = np.flatnonzero((offsets % 4 != 0) | (offsets > size - 8))
+    if bad.size:
+        key, offset = list(idx.items())[bad[0]]
+        raise RecordIOError(f"{mismatch}: key {key!r} points at offset {offset}, which is "
+                            + ("not 4-byte aligned" if offset % 4 else
+                               f"past the end of the record file ({size} bytes)"))
+    order = np.argsort(offsets, kind="stable")
+    ordered = offsets[order]
+    repeats = np.flatnonzero(ordered[1:] == ordered[:-1])
+    keys = list(idx)
+    if repeats.size:
+        first, second = order[repeats[0]], order[repeats[0] + 1]
+        raise RecordIOError(f"{mismatch}: keys {keys[first]!r} and {keys[second]!r} both "
+                            f"point at offset {ordered[repeats[0]]}")
     step = max(1, len(ordered) // SAMPLED)
-    for offset in ordered[::step][:SAMPLED] + [ordered[-1]]:
-        if bytes(read(offset, 4)) != MAGIC_BYTES:
-            raise RecordIOError(f"{mismatch}: key {by_offset[offset]!r} points at offset "
-                                f"{offset}, where no record starts")
+    for i in [*range(0, len(ordered), step)][:SAMPLED] + [len(ordered) - 1]:
+        if bytes(read(int(ordered[i]), 4)) != MAGIC_BYTES:
+            raise RecordIOError(f"{mismatch}: key {keys[order[i]]!r} points at offset "
+                                f"{ordered[i]}, where no record starts")
+    last, last_key = int(ordered[-1]), keys[order[-1]]
     try:
-        _, end = parse(read, ordered[-1], size, rec_path)
+        _, end = parse(read, last, size, rec_path)
     except RecordIOError as error:
-        raise RecordIOError(f"{mismatch}: {error} (key {by_offset[ordered[-1]]!r})") from None
+        raise RecordIOError(f"{mismatch}: {error} (key {last_key!r})") from None
     if end != size:
-        raise RecordIOError(f"{mismatch}: the last indexed record (key "
-                            f"{by_offset[ordered[-1]]!r}, offset {ordered[-1]}) ends at {end}, "
-                            f"but the record file has {size} bytes")
-    return ordered
+        raise RecordIOError(f"{mismatch}: the last indexed record (key {last_key!r}, offset "
+                            f"{last}) ends at {end}, but the record file has {size} bytes")
+    return ordered.tolist()
 
 
 def span(ordered: Sequence[int], offset: int, size: int) -> int:

@@ -22,6 +22,8 @@ from dataset_kit.recordio._format import RecordIOError
 
 # Small reads pull in this much, so small records cost one system call per window.
 WINDOW = 64 << 10
+# A payload this large is read on its own, into the bytes object that is returned (one copy).
+DIRECT = 16 << 10
 
 
 def open_record_file(path: str) -> int:

@@ -26,10 +26,8 @@ from dataset_kit import _files
 from dataset_kit.recordio import _publish
 from dataset_kit.recordio._format import RecordIOError, frame, parse
 from dataset_kit.recordio._index import check_pair, read_index, span
-from dataset_kit.recordio._source import WINDOW, RecordSource, as_bytes, open_record_file
+from dataset_kit.recordio._source import DIRECT, WINDOW, RecordSource, as_bytes, open_record_file
 
-# A read_idx reads the whole span to the next record in one call up to this size.
-_MAX_SPAN = 1 << 20
 _exit = {"hooked": False, "exiting": False}
 
 
@@ -184,7 +182,7 @@ class RecordReader:
         if self._offset >= source.size:
             return None
         # After a large record, expect another: read its header alone, then its payload whole.
-        read = partial(source.read, ahead=8 if self._last >= WINDOW else WINDOW)
+        read = partial(source.read, ahead=8 if self._last >= DIRECT else WINDOW)
         record, after = parse(read, self._offset, source.size, self.path)
         self._last, self._offset = after - self._offset, after
         return _result(record, self._copy)
@@ -335,7 +333,9 @@ class IndexedRecordReader:
         source = self._source
         ahead = span(self._ordered, offset, source.size)
         try:
-            record, _ = parse(partial(source.read, ahead=ahead if ahead <= _MAX_SPAN else 8),
+            # A small record comes in one read; a large one as its header, then its payload
+            # read straight into the bytes returned.
+            record, _ = parse(partial(source.read, ahead=ahead if ahead <= DIRECT else 8),
                               offset, source.size, self.path, end=offset + ahead)
         except RecordIOError as error:
             raise RecordIOError(f"{error} (key {key!r} in {self.idx_path})") from None
@@ -368,7 +368,7 @@ def _scan(source: RecordSource) -> array:
     while position < source.size:
         offsets.append(position)
         # Past a large record the window would be wasted: read the next header alone.
-        read = partial(source.read, ahead=8 if last >= WINDOW else WINDOW)
+        read = partial(source.read, ahead=8 if last >= DIRECT else WINDOW)
         _, after = parse(read, position, source.size, source.path, payload=False)
         last, position = after - position, after
     return offsets
