@@ -167,13 +167,8 @@ def test_sequential_views_equal_the_records_without_copying(tmp_path):
 # --- files truncated under a reader, hostile lengths and flags ---------------------------
 
 def _child(*args, **kwargs):
-    import subprocess
-    import sys
-
-    from tests.recordio.test_publish import ROOT
-    env = dict(os.environ, PYTHONPATH=ROOT)
-    return subprocess.Popen([sys.executable, "-m", "tests.recordio._children", *map(str, args)],
-                            cwd=ROOT, env=env, **kwargs)
+    from tests.recordio.test_publish import child
+    return child(*args, **kwargs)
 
 
 def test_a_file_truncated_under_open_readers_is_an_error_naming_it_not_a_sigbus(tmp_path):
