@@ -8,7 +8,6 @@ the file.
 """
 
 import io
-import os
 import struct
 import tracemalloc
 
