@@ -41,6 +41,20 @@ def _ended_by_exception() -> bool:
                                  or getattr(sys, "last_value", None) is not None)
 
 
+_open: weakref.WeakSet = weakref.WeakSet()
+
+
+def _flush_before_fork() -> None:
+    # A child that inherits a writer must not write its copy of our buffer into the file.
+    for staged in list(_open):
+        if not staged.file.closed:
+            staged.file.flush()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_flush_before_fork)
+
+
 class _Staged:
     """The files a writer has staged; published or discarded once (also from a finalizer)."""
 
@@ -49,6 +63,8 @@ class _Staged:
         self.temp = _files.staging_file(rec_path)
         self.file = open(self.temp, "wb")  # noqa: SIM115 - closed by publish() or discard()
         self.lines: list[str] = []
+        self.pid = os.getpid()
+        _open.add(self)
 
     def publish(self) -> None:
         if self.file.closed:
@@ -79,6 +95,8 @@ class _Staged:
 
     def finish(self) -> None:
         """Publish, unless the interpreter is going down on an unhandled exception."""
+        if os.getpid() != self.pid:
+            return  # a forked child's copy of the writer: the parent owns the files
         if _ended_by_exception():
             self.discard()
         else:

@@ -119,6 +119,23 @@ def leave_open(rec: str, how: str) -> None:
     # "exit": the program just ends
 
 
+def fork_and_drop(rec: str) -> None:
+    """Fork with a writer open; the child drops its copy and exits normally; the parent goes on."""
+    from dataset_kit.recordio import RecordWriter
+
+    writer = RecordWriter(rec)
+    writer.write(b"first")
+    pid = os.fork()
+    if pid == 0:
+        del writer
+        sys.exit(0)  # a normal exit: atexit hooks and finalizers run in the child
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert not os.path.exists(rec), "the child published the parent's file"
+    writer.write(b"second")
+    writer.close()
+
+
 if __name__ == "__main__":
     name, *args = sys.argv[1:]
     result = globals()[name](*(int(a) if a.lstrip("-").isdigit() else a for a in args))

@@ -333,3 +333,14 @@ def test_a_writer_left_open_publishes_at_a_normal_exit_and_never_after_a_crash(t
         assert sorted(complete) == ["r.idx", "r.rec"] and check_pair(str(tmp_path / "r.rec")) == 1
     else:
         assert complete == []
+
+
+def test_a_forked_child_that_drops_a_copy_of_an_open_writer_publishes_nothing(tmp_path):
+    p = _child("fork_and_drop", tmp_path / "r.rec")
+    try:
+        assert p.wait(timeout=60) == 0
+    finally:
+        if p.poll() is None:
+            p.kill()
+        p.wait()
+    assert list(RecordReader(tmp_path / "r.rec")) == [b"first", b"second"]
