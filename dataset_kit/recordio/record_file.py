@@ -2,8 +2,8 @@
 
 Writers stage their files under private names and publish them together
 (the ``.rec`` and its ``.idx`` as one unit, see ``_publish``) when the
-writer is closed, leaves a ``with`` block normally, or is garbage collected
-(``del writer``, as MXNet users do). A crash, a ``with`` block left by an
+writer is closed, leaves a ``with`` block normally, is garbage collected
+(``del writer``, as MXNet users do) or is open at a normal exit. A crash, a ``with`` block left by an
 exception, or an interpreter that exits on an unhandled exception publishes
 nothing. Readers open the pair under its lock, check that the index fits the
 file, and read with ``pread``: a file truncated under them is an error, never
@@ -116,7 +116,9 @@ class RecordWriter:
     """Writes records one after another (MXNet's ``MXRecordIO(path, 'w')``).
 
     The file appears at ``path`` when the writer is closed, leaves a ``with``
-    block without an exception, or is garbage collected; never half written.
+    block without an exception, is garbage collected, or is still open at a
+    normal interpreter exit; never half written. A ``with`` block left by an
+    exception, an exit on an unhandled exception, or a crash publishes nothing.
 
     Args:
         path: the ``.rec`` file.
