@@ -5,6 +5,11 @@
    (target >= 0.7).
 2. Random IndexedRecordReader.read_idx against MXNet's MXIndexedRecordIO
    (C++), where MXNet is installed (otherwise ours alone).
+1b/2b. pread (what the readers use) against a memory map (what they used
+   before; a file truncated under a map kills the process with SIGBUS), for
+   the scan and for random reads: interleaved medians.
+4. Opening a pair with 1M keys: IndexedRecordReader (parse the .idx, check
+   the pair) against parsing the .idx alone, interleaved medians.
 3. ImageRecordIter over 2,000 JPEGs of 500x375 (resize 256, crop 3x224x224,
    random crop and mirror, normalised, batch 64, 2 workers) against MXNet's
    ImageRecordIter(preprocess_threads=2) on the same .rec, where MXNet is
@@ -17,9 +22,13 @@ with a Python that has mxnet==1.9.1 (numpy<2), such as CI's .venv-peers.
 from __future__ import annotations
 
 import argparse
+import mmap
 import os
+import statistics
 import tempfile
 import time
+from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 from _timing import best_of
@@ -34,8 +43,40 @@ except ImportError:
 
 from dataset_kit.io import ImageRecordIter
 from dataset_kit.recordio import IndexedRecordReader, IndexedRecordWriter, RecordReader, im2rec
+from dataset_kit.recordio._format import parse
+from dataset_kit.recordio._index import read_index
 
 RECORD = 100 << 10
+
+
+def medians(runs: int, **candidates: Callable[[], object]) -> dict[str, float]:
+    """Time each candidate ``runs`` times, interleaved, and return the median seconds."""
+    times: dict[str, list[float]] = {name: [] for name in candidates}
+    for _ in range(runs):
+        for name, fn in candidates.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+class MappedBaseline:
+    """The readers' former design: parse records straight out of a memory map."""
+
+    def __init__(self, path: str) -> None:
+        with open(path, "rb") as f:
+            self.map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        self.view, self.size = memoryview(self.map), len(self.map)
+        self.read = lambda offset, n: self.view[offset:offset + n]
+
+    def scan(self) -> None:
+        offset = 0
+        while offset < self.size:
+            record, offset = parse(self.read, offset, self.size, "")
+            bytes(record)
+
+    def read_at(self, offset: int) -> bytes:
+        return bytes(parse(self.read, offset, self.size, "")[0])
 
 
 def scan(directory: str, gigabytes: float) -> None:
@@ -68,8 +109,27 @@ def scan(directory: str, gigabytes: float) -> None:
     print(f"   ratio RecordReader / readinto: {t['readinto'] / t['reader']:.2f} (bytes), "
           f"{t['readinto'] / t['views']:.2f} (copy=False)  (target >= 0.7)")
 
+    mapped = MappedBaseline(path)
+    t = medians(5, pread=record_reader, mmap=mapped.scan)
+    print(f"1b. scan, copies of each record: pread {size / t['pread'] / 1e9:.2f} GB/s, mmap "
+          f"(before) {size / t['mmap'] / 1e9:.2f} GB/s; ratio pread / mmap "
+          f"{t['mmap'] / t['pread']:.2f} (medians of 5, interleaved)")
+
     keys = np.random.default_rng(1).integers(0, count, 20_000).tolist()
     ours = IndexedRecordReader(os.path.join(directory, "big.idx"), path)
+    offsets = [ours.idx[k] for k in keys]
+    def pread_reads() -> None:
+        for k in keys:  # each record dropped after use, as a training loop does
+            ours.read_idx(k)
+
+    def mmap_reads() -> None:
+        for o in offsets:
+            mapped.read_at(o)
+
+    t = medians(5, pread=pread_reads, mmap=mmap_reads)
+    print(f"2b. random reads of 100 KB records: pread {len(keys) / t['pread']:.0f}/s, mmap "
+          f"(before) {len(keys) / t['mmap']:.0f}/s; ratio pread / mmap "
+          f"{t['mmap'] / t['pread']:.2f} (medians of 5, interleaved)")
     runs = {"ours": lambda: [ours.read_idx(k) for k in keys]}
     if mx is not None:
         theirs = mx.recordio.MXIndexedRecordIO(os.path.join(directory, "big.idx"), path, "r")
@@ -82,6 +142,23 @@ def scan(directory: str, gigabytes: float) -> None:
         return
     print(line + f", MXNet {rates['mxnet']:.0f}/s")
     print(f"   ratio ours / MXNet: {rates['ours'] / rates['mxnet']:.2f}  (target >= 1.0)")
+
+
+def open_cost(directory: str, keys: int) -> None:
+    rec, idx = os.path.join(directory, "many.rec"), os.path.join(directory, "many.idx")
+    with IndexedRecordWriter(idx, rec) as writer:
+        for k in range(keys):
+            writer.write_idx(k, b"r" * (k % 97))
+
+    def parse_only() -> None:
+        with open(idx, "rb") as f:
+            read_index(f.read(), idx, int)
+
+    t = medians(7, open=partial(IndexedRecordReader, idx, rec), parse=parse_only)
+    print(f"4. open a pair of {keys} keys ({os.path.getsize(rec) / 1e6:.0f} MB .rec): "
+          f"IndexedRecordReader {t['open'] * 1e3:.0f} ms, parsing the .idx alone "
+          f"{t['parse'] * 1e3:.0f} ms: the lock, the journal check and the pair checks cost "
+          f"{(t['open'] - t['parse']) * 1e3:.0f} ms (medians of 7, interleaved)")
 
 
 def image_pipeline(directory: str, images: int) -> None:
@@ -125,12 +202,16 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--gb", type=float, default=1.0)
     parser.add_argument("--images", type=int, default=2000)
+    parser.add_argument("--keys", type=int, default=1_000_000)
     args = parser.parse_args()
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as directory:
         scan(directory, args.gb)
     with tempfile.TemporaryDirectory() as directory:
-        image_pipeline(directory, args.images)
+        open_cost(directory, args.keys)
+    if args.images:
+        with tempfile.TemporaryDirectory() as directory:
+            image_pipeline(directory, args.images)
     print(f"(total {time.perf_counter() - start:.0f} s)")
 
 

@@ -85,6 +85,27 @@ def lock_for(path: str | os.PathLike) -> filelock.FileLock:
     return filelock.FileLock(os.path.join(directory, key + ".lock"))
 
 
+def staging_file(path: str | os.PathLike) -> str:
+    """Make a private staging directory beside ``path``; return a path inside it to write.
+
+    The directory's name carries this process's pid and ends with
+    :data:`PART_SUFFIX`, so :func:`remove_stale_parts` removes it if the
+    writer dies. The caller renames the file into place and removes the
+    directory (``os.path.dirname`` of the returned path) when done.
+
+    Args:
+        path: the file that will be published.
+
+    Returns:
+        The temporary file's path (it has ``path``'s basename).
+    """
+    path = os.path.abspath(os.fspath(path))
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    staging = _staging_name(path)
+    os.mkdir(staging, 0o700)
+    return os.path.join(staging, os.path.basename(path))
+
+
 @contextlib.contextmanager
 def atomic_write(path: str | os.PathLike) -> Iterator[str]:
     """Yield a temporary path to write ``path``'s content to; publish it on success.
@@ -108,11 +129,9 @@ def atomic_write(path: str | os.PathLike) -> Iterator[str]:
     """
     path = os.path.abspath(os.fspath(path))
     directory = os.path.dirname(path)
-    os.makedirs(directory, exist_ok=True)
-    staging = _staging_name(path)
-    os.mkdir(staging, 0o700)
+    temp = staging_file(path)
+    staging = os.path.dirname(temp)
     try:
-        temp = os.path.join(staging, os.path.basename(path))
         yield temp
         if not os.path.isfile(temp):
             raise FileNotFoundError(f"nothing was written to {temp} (to publish as {path})")

@@ -15,8 +15,10 @@ class RecordFileDataset(DatasetMixin):
     """Example ``i`` is the ``i``-th record (bytes) of a ``.rec`` file, in index order.
 
     The index is ``idx_path``, else the ``.idx`` beside the ``.rec``, else
-    built by scanning the file once. Records are read through a memory map
-    reopened in each process; pickling keeps the paths and the index.
+    built by scanning the file once. Records are read with ``pread`` (a file
+    truncated under the reader is an error, not a crash); pickling keeps the
+    paths and the index, and a process that unpickles the dataset refuses a
+    record file replaced since it was opened.
 
     Args:
         rec_path: the record file.
@@ -42,8 +44,14 @@ class RecordFileDataset(DatasetMixin):
         return self._reader.read_idx(self._keys[i])
 
     def record_view(self, i: int) -> Any:
-        """Record ``i`` as a view of the mapped file where it is one part (no copy)."""
+        """Record ``i`` as a read-only view where it is one part (no second copy)."""
         return self._reader.read_idx(self._keys[i], copy=False)
+
+    def _where(self, i: int) -> str:
+        """Name record ``i`` in errors: the file, the example, its key and offset."""
+        key = self._keys[i]
+        return (f"{self._reader.path}, example {i} (key {key!r}, offset "
+                f"{self._reader.idx[key]})")
 
 
 class ImageRecordDataset(RecordFileDataset):
@@ -68,7 +76,7 @@ class ImageRecordDataset(RecordFileDataset):
     def get_example(self, i: int) -> tuple[np.ndarray, Any]:
         from dataset_kit.recordio.header import unpack_img
 
-        header, image = unpack_img(self.record_view(i), 1 if self._flag else 0)
+        header, image = unpack_img(self.record_view(i), 1 if self._flag else 0, self._where(i))
         label = header.label if header.flag > 0 else float(header.label)
         return image, label
 

@@ -11,6 +11,7 @@ record of one part has ``cflag`` 0.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 
 MAGIC = 0xCED7230A
 MAGIC_BYTES = struct.pack("<I", MAGIC)
@@ -47,36 +48,91 @@ def frame(payload: bytes | memoryview) -> bytes:
     return b"".join(out)
 
 
-def parse(buffer: memoryview, offset: int, where: str) -> tuple[bytes | memoryview, int]:
-    """Read the record at ``offset`` of ``buffer``; return it and the next record's offset.
+def parse(read: Callable[[int, int], memoryview], offset: int, size: int, where: str,
+          payload: bool = True, end: int | None = None) -> tuple[bytes | memoryview | None, int]:
+    """Read the record at ``offset``; return it and the next record's offset.
 
-    A one-part record is returned as a view of ``buffer`` (no copy); a
-    multi-part record is joined into bytes.
+    Every length is checked against ``size`` before anything is read, so a
+    corrupt length field cannot make the reader allocate more than the file
+    holds; a multi-part record is joined into one buffer (no object per part).
+
+    Args:
+        read: ``read(offset, n)`` returns ``n`` bytes of the file at ``offset``.
+        offset: where the record starts.
+        size: the file's size.
+        where: the file's name, for errors.
+        payload: False only checks the framing (returns None for the record):
+            what a scan for offsets needs.
+        end: where the next record is known to start (from an index), or
+            None. A record that ends elsewhere must be followed by the start of
+            a record, so a damaged length or part flag is an error instead of a
+            silently shortened record.
+
+    Returns:
+        The record (a view for a one-part record, bytes for a joined one) and
+        the offset after it (its padding included).
 
     Raises:
-        RecordIOError: for a bad magic, a bad part sequence, or a length past
-            the end, naming ``where`` and the offset.
+        RecordIOError: for a bad magic, an undefined or out-of-order part flag,
+            a length past the end, or a record not followed by a record,
+            naming ``where`` and the offset.
     """
-    parts: list = []
-    position, size = offset, len(buffer)
+    joined: bytearray | None = None
+    position = offset
     while True:
         if position + 8 > size:
-            raise RecordIOError(f"{where}: truncated record header at offset {position}")
-        magic, lrec = _HEAD.unpack_from(buffer, position)
+            raise RecordIOError(f"{where}: truncated record header at offset {position} "
+                                f"(the file has {size} bytes)")
+        magic, lrec = _HEAD.unpack(read(position, 8))
         if magic != MAGIC:
             raise RecordIOError(f"{where}: no record at offset {position} (magic "
                                 f"{magic:#010x}, expected {MAGIC:#010x})")
         cflag, length = lrec >> 29, lrec & MAX_LENGTH
+        if cflag > 3:
+            raise RecordIOError(f"{where}: undefined part flag {cflag} at offset {position} "
+                                f"(0 whole record, 1 first, 2 middle, 3 last part)")
+        if (cflag in (0, 1)) != (joined is None):
+            raise RecordIOError(f"{where}: part flag {cflag} at offset {position} is out of "
+                                f"order (" + ("a record is still open" if joined is not None
+                                              else "no record was started") + ")")
         start = position + 8
-        if start + length > size:
+        if length > size - start:
             raise RecordIOError(f"{where}: record at offset {position} claims {length} bytes, "
                                 f"past the end of the file ({size} bytes)")
-        if (cflag in (0, 1)) != (not parts):
-            raise RecordIOError(f"{where}: unexpected part flag {cflag} at offset {position}")
-        payload = buffer[start:start + length]
         position = start + length + (-length % 4)
+        if not payload:
+            joined = None if cflag in (0, 3) else bytearray()
+            if joined is None:
+                return None, position
+            continue
+        data = read(start, length)
         if cflag == 0:
-            return payload, position
-        parts.append(payload)
+            _check_next(read, offset, position, size, end, where)
+            return data, position
+        if joined is None:
+            joined = bytearray(data)
+        else:
+            joined += MAGIC_BYTES
+            joined += data
         if cflag == 3:
-            return MAGIC_BYTES.join(bytes(p) for p in parts), position
+            _check_next(read, offset, position, size, end, where)
+            return bytes(joined), position
+
+
+def _check_next(read: Callable[[int, int], memoryview], offset: int, after: int, size: int,
+                end: int | None, where: str) -> None:
+    """Check that the record at ``offset`` ends where a record (or the file) begins."""
+    if end is not None and after > end:
+        raise RecordIOError(f"{where}: the record at offset {offset} runs to {after}, into the "
+                            f"next indexed record (at {end})")
+    if after == end or after >= size:
+        return
+    if after + 8 <= size:
+        magic, lrec = _HEAD.unpack(read(after, 8))
+        if magic == MAGIC and lrec >> 29 in (0, 1):
+            return
+        if magic == MAGIC and lrec >> 29 > 3:
+            raise RecordIOError(f"{where}: undefined part flag {lrec >> 29} at offset {after} "
+                                f"(0 whole record, 1 first, 2 middle, 3 last part)")
+    raise RecordIOError(f"{where}: the record at offset {offset} ends at {after}, where no "
+                        f"record starts (a damaged length or part flag)")

@@ -50,20 +50,25 @@ def pack(header: Any, s: bytes) -> bytes:
     return _FORMAT.pack(*header) + bytes(s)
 
 
-def unpack(s: bytes | memoryview) -> tuple[IRHeader, bytes | memoryview]:
+def unpack(s: bytes | memoryview, where: str = "record") -> tuple[IRHeader, bytes | memoryview]:
     """Split a record into its header (labels decoded) and the rest.
 
+    Args:
+        s: the record.
+        where: how to name the record in an error (its file and offset).
+
     Raises:
-        ValueError: if the record is shorter than its header says.
+        ValueError: if the record is shorter than its header says, naming ``where``.
     """
     if len(s) < _FORMAT.size:
-        raise ValueError(f"record of {len(s)} bytes is shorter than a header ({_FORMAT.size})")
+        raise ValueError(f"{where}: {len(s)} bytes, shorter than a record header "
+                         f"({_FORMAT.size} bytes)")
     header = IRHeader(*_FORMAT.unpack_from(s))
     s = s[_FORMAT.size:]
     if header.flag > 0:
         if len(s) < 4 * header.flag:
-            raise ValueError(f"record header announces {header.flag} labels, but only "
-                             f"{len(s)} bytes follow")
+            raise ValueError(f"{where}: the header announces {header.flag} labels, but only "
+                             f"{len(s)} bytes follow it")
         header = header._replace(label=np.frombuffer(s, np.float32, header.flag))
         s = s[4 * header.flag:]
     return header, s
@@ -94,18 +99,21 @@ def pack_img(header: Any, img: np.ndarray, quality: int = 95, img_fmt: str = ".j
     return pack(header, out.getvalue())
 
 
-def unpack_img(s: bytes | memoryview, iscolor: int = -1) -> tuple[IRHeader, np.ndarray]:
+def unpack_img(s: bytes | memoryview, iscolor: int = -1, where: str = "record"
+               ) -> tuple[IRHeader, np.ndarray]:
     """Unpack an image record: its header and the image, HWC uint8 **RGB** (MXNet gave BGR).
 
     Args:
         s: the record.
         iscolor: 1 for 3 channels, 0 for grayscale (HW), -1 as stored.
+        where: how to name the record in an error (its file and offset).
 
     Raises:
+        ValueError: if the header is truncated, naming ``where``.
         CorruptImageError: if the image cannot be decoded.
     """
-    header, encoded = unpack(s)
-    chw = read_image(bytes(encoded), np.uint8, f"in a record (id {header.id})")
+    header, encoded = unpack(s, where)
+    chw = read_image(bytes(encoded), np.uint8, f"in {where} (id {header.id})")
     image = chw.transpose(1, 2, 0)
     if iscolor == 1 and image.shape[2] == 1:
         image = np.repeat(image, 3, axis=2)

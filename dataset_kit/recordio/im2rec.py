@@ -178,15 +178,17 @@ def pack_list(lst_path: str, root: str, num_thread: int = 1, resize: int = 0,
     show = sys.stderr.isatty() if progress is None else progress
     it = MultiprocessIterator(dataset, 16, repeat=False, shuffle=False, n_processes=num_thread) \
         if num_thread > 1 else SerialIterator(dataset, 16, repeat=False, shuffle=False)
+    done = 0  # items consumed so far; never the bar's count, which a disabled bar keeps at 0
     with it, IndexedRecordWriter(base + ".idx", base + ".rec") as writer, \
             tqdm(total=len(items), disable=not show, desc=os.path.basename(lst_path)) as bar:
         for batch in it:
-            for (record, problem), item in zip(batch, items[bar.n:bar.n + len(batch)]):
+            for (record, problem), item in zip(batch, items[done:done + len(batch)], strict=True):
                 if record is None:
                     skipped.append((item[1], problem))
                 else:
                     writer.write_idx(item[0], record)
                     written += 1
+            done += len(batch)
             bar.update(len(batch))
     return {"records": written, "skipped": skipped, "rec": base + ".rec", "idx": base + ".idx"}
 

@@ -1,33 +1,140 @@
 """Record files (MXNet's ``.rec``) and their indexes (``.idx``): readers and writers.
 
-Writers build the files under temporary names and publish them on
-``close()``, so an interrupted writer leaves nothing that looks complete.
-Indexed readers map the file (``mmap``), reopened in each process, so random
-reads are safe in threads and after a fork.
+Writers stage their files under private names and publish them together
+(the ``.rec`` and its ``.idx`` as one unit, see ``_publish``) when the
+writer is closed, leaves a ``with`` block normally, is garbage collected
+(``del writer``, as MXNet users do) or is open at a normal exit. A crash, a ``with`` block left by an
+exception, or an interpreter that exits on an unhandled exception publishes
+nothing. Readers open the pair under its lock, check that the index fits the
+file, and read with ``pread``: a file truncated under them is an error, never
+a SIGBUS.
 """
 
 from __future__ import annotations
 
-import mmap
+import atexit
 import os
-import threading
-from collections.abc import Iterator
+import shutil
+import sys
+import weakref
+from array import array
+from collections.abc import Iterator, Mapping
+from functools import partial
 from typing import Any
 
 from dataset_kit import _files
+from dataset_kit.recordio import _publish
 from dataset_kit.recordio._format import RecordIOError, frame, parse
+from dataset_kit.recordio._index import check_pair, read_index, span
+from dataset_kit.recordio._source import DIRECT, WINDOW, RecordSource, as_bytes, open_record_file
+
+_exit = {"hooked": False, "exiting": False}
+
+
+def _note_exit() -> None:
+    _exit["exiting"] = True
+
+
+def _ended_by_exception() -> bool:
+    """Whether the interpreter is exiting because of an unhandled exception (a crash)."""
+    return _exit["exiting"] and (getattr(sys, "last_exc", None) is not None
+                                 or getattr(sys, "last_value", None) is not None)
+
+
+_open: weakref.WeakSet = weakref.WeakSet()
+
+
+def _flush_before_fork() -> None:
+    # A child that inherits a writer must not write its copy of our buffer into the file.
+    for staged in list(_open):
+        if not staged.file.closed:
+            staged.file.flush()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_flush_before_fork)
+
+
+class _Staged:
+    """The files a writer has staged; published or discarded once (also from a finalizer)."""
+
+    def __init__(self, rec_path: str, idx_path: str | None) -> None:
+        self.rec_path, self.idx_path = os.path.abspath(rec_path), idx_path
+        self.temp = _files.staging_file(rec_path)
+        self.file = open(self.temp, "wb")  # noqa: SIM115 - closed by publish() or discard()
+        self.lines: list[str] = []
+        self.pid = os.getpid()
+        _open.add(self)
+
+    def publish(self) -> None:
+        if self.file.closed:
+            return
+        moves = [(self.temp, self.rec_path)]
+        try:
+            self.file.flush()
+            os.fsync(self.file.fileno())
+            self.file.close()
+            if self.idx_path is not None:
+                moves.append((_files.staging_file(self.idx_path),
+                              os.path.abspath(self.idx_path)))
+                with open(moves[1][0], "w") as f:
+                    f.writelines(self.lines)
+                    f.flush()
+                    os.fsync(f.fileno())
+        except BaseException:
+            _close_quietly(self.file)
+            for staged, _ in moves:
+                shutil.rmtree(os.path.dirname(staged), ignore_errors=True)
+            raise
+        _publish.publish(self.rec_path, moves)
+
+    def discard(self) -> None:
+        if not self.file.closed:
+            _close_quietly(self.file)
+            shutil.rmtree(os.path.dirname(self.temp), ignore_errors=True)
+
+    def finish(self) -> None:
+        """Publish, unless the interpreter is going down on an unhandled exception."""
+        if os.getpid() != self.pid:
+            return  # a forked child's copy of the writer: the parent owns the files
+        if _ended_by_exception():
+            self.discard()
+        else:
+            self.publish()
+
+
+def _close_quietly(file: Any) -> None:
+    """Close a staging file that is being discarded: a failed flush (ENOSPC) no longer matters."""
+    try:
+        file.close()
+    except OSError:
+        if not file.closed:  # pragma: no cover - CPython marks it closed even when flush fails
+            raise
 
 
 class RecordWriter:
     """Writes records one after another (MXNet's ``MXRecordIO(path, 'w')``).
 
+    The file appears at ``path`` when the writer is closed, leaves a ``with``
+    block without an exception, is garbage collected, or is still open at a
+    normal interpreter exit; never half written. A ``with`` block left by an
+    exception, an exit on an unhandled exception, or a crash publishes nothing.
+
     Args:
-        path: the ``.rec`` file; it appears on :meth:`close`.
+        path: the ``.rec`` file.
     """
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = os.fspath(path)
-        self._file = _files.AtomicFile(self.path)
+        self._staged = self._stage()
+        self._finalizer = weakref.finalize(self, self._staged.finish)
+        if not _exit["hooked"]:
+            # Registered after weakref's own exit hook exists, so it runs first (LIFO).
+            atexit.register(_note_exit)
+            _exit["hooked"] = True
+
+    def _stage(self) -> _Staged:
+        return _Staged(self.path, None)
 
     def write(self, buf: bytes) -> None:
         """Append one record.
@@ -35,21 +142,23 @@ class RecordWriter:
         Raises:
             ValueError: if the writer is closed or the record is too long.
         """
-        if self._file.closed:
+        if self._staged.file.closed:
             raise ValueError(f"record writer for {self.path} is closed")
-        self._file.write(frame(buf))
+        self._staged.file.write(frame(buf))
 
     def tell(self) -> int:
         """The offset the next record will be written at."""
-        return self._file.tell()
+        return self._staged.file.tell()
 
     def close(self) -> None:
-        """Finish the file and move it into place. Idempotent."""
-        self._file.close()
+        """Finish the file(s) and publish them. Idempotent."""
+        self._finalizer.detach()
+        self._staged.publish()
 
     def abort(self) -> None:
-        """Discard what was written; nothing appears at the path."""
-        self._file.abort()
+        """Discard what was written; nothing appears at the path. Idempotent."""
+        self._finalizer.detach()
+        self._staged.discard()
 
     def __enter__(self) -> RecordWriter:
         return self
@@ -61,52 +170,26 @@ class RecordWriter:
             self.abort()
 
 
-class _MappedFile:
-    """A read-only mapping of a file, made on first use in each process."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self._map: mmap.mmap | None = None
-        self._pid: int | None = None
-        self._lock = threading.Lock()
-
-    def view(self) -> memoryview:
-        if self._pid != os.getpid():
-            with self._lock:
-                if self._pid != os.getpid():
-                    with open(self.path, "rb") as f:
-                        size = os.fstat(f.fileno()).st_size
-                        self._map = mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ) \
-                            if size else None
-                    self._pid = os.getpid()
-        return memoryview(self._map) if self._map is not None else memoryview(b"")
-
-    def __getstate__(self) -> dict:
-        return {"path": self.path, "_map": None, "_pid": None}
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state, _lock=threading.Lock())
-
-
 class RecordReader:
     """Reads records in order (MXNet's ``MXRecordIO(path, 'r')``).
 
     Args:
         path: the ``.rec`` file.
-        copy: False makes :meth:`read` and iteration give read-only views of
-            the mapped file for one-part records (no copy of the payload,
-            which is read only when used; see benchmarks/recordio.py).
+        copy: False makes :meth:`read` and iteration give read-only views for
+            one-part records (of a buffer read ahead; no second copy).
 
     Raises:
         FileNotFoundError: if it does not exist.
+        IsADirectoryError: if it is a directory.
     """
 
     def __init__(self, path: str | os.PathLike, copy: bool = True) -> None:
         self.path = os.fspath(path)
-        if not os.path.isfile(self.path):
-            raise FileNotFoundError(f"record file {self.path} does not exist")
-        self._file = _MappedFile(self.path)
+        with _publish.locked_pair(self.path):
+            _publish.remove_debris([self.path])
+            self._source = RecordSource(self.path, open_record_file(self.path))
         self._offset = 0
+        self._last = 0
         self._copy = bool(copy)
 
     def read(self) -> bytes | memoryview | None:
@@ -115,11 +198,14 @@ class RecordReader:
         Raises:
             RecordIOError: for a truncated or corrupt file, naming it and the offset.
         """
-        buffer = self._file.view()
-        if self._offset >= len(buffer):
+        source = self._source
+        if self._offset >= source.size:
             return None
-        record, self._offset = parse(buffer, self._offset, self.path)
-        return bytes(record) if self._copy else record
+        # After a large record, expect another: read its header alone, then its payload whole.
+        read = partial(source.read, ahead=8 if self._last >= DIRECT else WINDOW)
+        record, after = parse(read, self._offset, source.size, self.path)
+        self._last, self._offset = after - self._offset, after
+        return _result(record, self._copy)
 
     def tell(self) -> int:
         """The offset of the next record."""
@@ -138,7 +224,8 @@ class RecordReader:
             yield record
 
     def close(self) -> None:
-        """Nothing to release until the mapping is collected; kept for MXNet's API."""
+        """Close the file. Idempotent."""
+        self._source.close()
 
     def __enter__(self) -> RecordReader:
         return self
@@ -147,8 +234,16 @@ class RecordReader:
         self.close()
 
 
+def _result(record: bytes | memoryview | None, copy: bool) -> Any:
+    if isinstance(record, memoryview):
+        return as_bytes(record) if copy else record
+    return record
+
+
 class IndexedRecordWriter(RecordWriter):
     """Writes records with keys, and the ``.idx`` index of their offsets.
+
+    Both files appear together (see :class:`RecordWriter` for when).
 
     Args:
         idx_path: the index file (``key<TAB>offset`` lines).
@@ -158,25 +253,39 @@ class IndexedRecordWriter(RecordWriter):
 
     def __init__(self, idx_path: str | os.PathLike, rec_path: str | os.PathLike,
                  key_type: type = int) -> None:
-        super().__init__(rec_path)
         self.idx_path = os.fspath(idx_path)
         self.key_type = key_type
         self.keys: list = []
-        self._lines: list[str] = []
+        super().__init__(rec_path)
+
+    def _stage(self) -> _Staged:
+        return _Staged(self.path, self.idx_path)
 
     def write_idx(self, key: Any, buf: bytes) -> None:
         """Append a record under ``key``."""
         key = self.key_type(key)
-        self._lines.append(f"{key}\t{self.tell()}\n")
+        line = f"{key}\t{self.tell()}\n"
         self.write(buf)
+        self._staged.lines.append(line)
         self.keys.append(key)
 
-    def close(self) -> None:
-        """Publish the record file, then its index. Idempotent."""
-        if not self._file.closed:
-            super().close()
-            with _files.atomic_write(self.idx_path) as temp, open(temp, "w") as f:
-                f.writelines(self._lines)
+
+class _ScannedIndex(Mapping):
+    """``{position: offset}`` of a file indexed by scanning (keys 0, 1, ...), 8 bytes a record."""
+
+    def __init__(self, offsets: array) -> None:
+        self._offsets = offsets
+
+    def __getitem__(self, key: Any) -> int:
+        if isinstance(key, int) and 0 <= key < len(self._offsets):
+            return self._offsets[key]
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(range(len(self._offsets)))
+
+    def __len__(self) -> int:
+        return len(self._offsets)
 
 
 class IndexedRecordReader:
@@ -190,40 +299,38 @@ class IndexedRecordReader:
 
     Raises:
         FileNotFoundError: if a file does not exist.
-        RecordIOError: if an index line is malformed (or, when scanning, the
-            file is corrupt).
+        RecordIOError: if an index line is malformed or a key repeats (naming
+            the file and line), if the index does not fit the record file
+            (naming both), or, when scanning, if the file is corrupt.
     """
 
     def __init__(self, idx_path: str | os.PathLike | None, rec_path: str | os.PathLike,
                  key_type: type = int) -> None:
         self.path = os.fspath(rec_path)
-        if not os.path.isfile(self.path):
-            raise FileNotFoundError(f"record file {self.path} does not exist")
         self.key_type = key_type
-        self.idx: dict = {}
-        self.keys: list = []
-        self._file = _MappedFile(self.path)
-        if idx_path is None:
-            # No index: scan the records once; keys are their positions 0, 1, ...
-            self.idx_path = f"{self.path} (scanned)"
-            reader = RecordReader(self.path)
-            while True:
-                offset = reader.tell()
-                if reader.read() is None:
-                    break
-                self.idx[len(self.keys)] = offset
-                self.keys.append(len(self.keys))
-            return
-        self.idx_path = os.fspath(idx_path)
-        with open(self.idx_path) as f:
-            for number, line in enumerate(f, 1):
-                fields = line.strip().split("\t")
-                if len(fields) != 2 or not fields[1].isdigit():
-                    raise RecordIOError(f"{self.idx_path}, line {number}: expected "
-                                        f"'key<TAB>offset', got {line!r}")
-                key = key_type(fields[0])
-                self.idx[key] = int(fields[1])
-                self.keys.append(key)
+        self.idx_path = f"{self.path} (scanned)" if idx_path is None else os.fspath(idx_path)
+        with _publish.locked_pair(self.path):
+            _publish.remove_debris([self.path] + ([self.idx_path] if idx_path else []))
+            source = RecordSource(self.path, open_record_file(self.path))
+            try:
+                data = None if idx_path is None else _read_index_file(self.idx_path)
+            except BaseException:
+                source.close()
+                raise
+        self._source = source
+        try:
+            if data is None:
+                offsets = _scan(source)
+                self.keys: Any = range(len(offsets))
+                self.idx: Mapping = _ScannedIndex(offsets)
+                self._ordered: Any = offsets
+            else:
+                self.keys, self.idx = read_index(data, self.idx_path, key_type)
+                self._ordered = check_pair(self.idx, source.size, source.read, self.idx_path,
+                                           self.path)
+        except BaseException:
+            source.close()
+            raise
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -233,26 +340,55 @@ class IndexedRecordReader:
 
         Args:
             key: the key.
-            copy: False returns a read-only view of the mapped file for a
-                one-part record (no copy of the payload).
+            copy: False returns a read-only view for a one-part record (no
+                second copy).
 
         Raises:
             KeyError: if ``key`` is not in the index.
-            RecordIOError: if the index does not point at a record, naming
-                the file, the offset and the key.
+            RecordIOError: if the index does not point at a record, or the
+                file shrank since it was opened, naming the file, the offset
+                and the key.
         """
         offset = self.idx[self.key_type(key)]
+        source = self._source
+        ahead = span(self._ordered, offset, source.size)
         try:
-            record, _ = parse(self._file.view(), offset, self.path)
+            # A small record comes in one read; a large one as its header, then its payload
+            # read straight into the bytes returned.
+            record, _ = parse(partial(source.read, ahead=ahead if ahead <= DIRECT else 8),
+                              offset, source.size, self.path, end=offset + ahead)
         except RecordIOError as error:
             raise RecordIOError(f"{error} (key {key!r} in {self.idx_path})") from None
-        return bytes(record) if copy else record
+        return _result(record, copy)
 
     def close(self) -> None:
-        """Kept for MXNet's API; the mapping goes with the reader."""
+        """Close the record file. Idempotent."""
+        self._source.close()
 
     def __enter__(self) -> IndexedRecordReader:
         return self
 
     def __exit__(self, *exc_info: Any) -> None:
         self.close()
+
+
+def _read_index_file(path: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"index file {path} does not exist") from None
+    except IsADirectoryError:
+        raise IsADirectoryError(f"index file {path} is a directory, not a file") from None
+
+
+def _scan(source: RecordSource) -> array:
+    """The offset of every record, checking the framing (payloads are skipped, not read)."""
+    offsets, position, last = array("q"), 0, 0
+    while position < source.size:
+        offsets.append(position)
+        # Past a large record the window would be wasted: read the next header alone.
+        read = partial(source.read, ahead=8 if last >= DIRECT else WINDOW)
+        _, after = parse(read, position, source.size, source.path, payload=False)
+        last, position = after - position, after
+    return offsets

@@ -132,3 +132,50 @@ def test_image_record_iter_without_augmentation_is_a_centre_crop_normalised(reco
     assert batch.label[0].tolist() == [0.0] * 4 + [1.0] * 3
     with pytest.raises(ValueError, match="data_shape"):
         ImageRecordIter(records, data_shape=(2, 20, 20), batch_size=2)
+
+
+@pytest.fixture
+def forty(tmp_path):
+    """40 images in 4 folders; images 5, 22 and 37 (in list order) are unreadable."""
+    rng = np.random.default_rng(1)
+    broken = {5, 22, 37}
+    for n in range(40):
+        folder = tmp_path / "imgs" / f"c{n // 10}"
+        folder.mkdir(parents=True, exist_ok=True)
+        if n in broken:
+            (folder / f"{n:02d}.jpg").write_text("not an image")
+        else:
+            Image.fromarray(rng.integers(0, 255, (8, 8, 3), dtype=np.uint8)).save(
+                folder / f"{n:02d}.jpg")
+    return tmp_path, broken
+
+
+@pytest.mark.parametrize("how", ["stderr is a pipe", "--no-progress"])
+def test_keys_and_skipped_files_do_not_depend_on_the_progress_bar(forty, how):
+    import subprocess
+    import sys
+
+    tmp_path, broken = forty
+    root = str(tmp_path / "imgs")
+    (lst,) = im2rec.make_lists(str(tmp_path / "all"), root, recursive=True, shuffle=True)
+    items = list(im2rec.read_list(lst))
+    command = [sys.executable, "-m", "dataset_kit.cli", "im2rec", str(tmp_path / "all"), root]
+    if how == "--no-progress":
+        command.append("--no-progress")
+    done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    keys = [int(line.split("\t")[0]) for line in open(tmp_path / "all.idx")]
+    broken_paths = {f"c{n // 10}/{n:02d}.jpg" for n in broken}
+    want = [index for index, path, *_ in items if path not in broken_paths]
+    assert keys == want and len(set(keys)) == 37
+    reported = [line for line in done.stderr.splitlines() if "skipped unreadable" in line]
+    assert sorted(p for p in broken_paths if any(p in line for line in reported)) == \
+        sorted(broken_paths) and len(reported) == 3
+    dataset = RecordFileDataset(str(tmp_path / "all.rec"))
+    by_index = {index: path for index, path, *_ in items}
+    for k in range(len(dataset)):
+        header, payload = unpack(dataset[k])
+        assert header.id == keys[k]
+        name = by_index[header.id]
+        assert header.label == float(name[1])  # folder c<label>

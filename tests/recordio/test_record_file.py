@@ -3,6 +3,7 @@
 import json
 import os
 import pickle
+import re
 import struct
 
 import numpy as np
@@ -133,9 +134,9 @@ def test_an_index_that_does_not_point_at_a_record_names_the_key(tmp_path):
         writer.write_idx(0, b"abcdefgh")
         writer.write_idx(1, b"ijkl")
     (tmp_path / "r.idx").write_text("0\t0\n1\t4\n")
-    reader = IndexedRecordReader(tmp_path / "r.idx", tmp_path / "r.rec")
-    with pytest.raises(RecordIOError, match="offset 4.*key 1"):
-        reader.read_idx(1)
+    with pytest.raises(RecordIOError, match="r.idx does not belong to .*r.rec: key 1 points at "
+                                            "offset 4, where no record starts"):
+        IndexedRecordReader(tmp_path / "r.idx", tmp_path / "r.rec")
     (tmp_path / "bad.idx").write_text("0 0\n")
     with pytest.raises(RecordIOError, match="bad.idx, line 1"):
         IndexedRecordReader(tmp_path / "bad.idx", tmp_path / "r.rec")
@@ -161,3 +162,185 @@ def test_sequential_views_equal_the_records_without_copying(tmp_path):
             writer.write(record)
     views = list(RecordReader(tmp_path / "r.rec", copy=False))
     assert views == records and isinstance(views[0], memoryview)
+
+
+# --- files truncated under a reader, hostile lengths and flags ---------------------------
+
+def _child(*args, **kwargs):
+    from tests.recordio.test_publish import child
+    return child(*args, **kwargs)
+
+
+def test_a_file_truncated_under_open_readers_is_an_error_naming_it_not_a_sigbus(tmp_path):
+    import subprocess
+
+    rec = tmp_path / "r.rec"
+    with IndexedRecordWriter(tmp_path / "r.idx", rec) as writer:
+        for key in range(100):  # 400 KB: more than a reader reads ahead
+            writer.write_idx(key, bytes([key]) * 4096)
+    original = rec.read_bytes()
+    p = _child("open_then_wait", rec, "-", stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+               stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline() == "ready\n"
+        with open(rec, "r+b") as f:  # what cp and rsync --inplace do to a live file
+            f.truncate(0)
+            f.write(original[:len(original) // 3])
+        out, err = p.communicate("go\n", timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+        p.wait()
+    assert p.returncode == 0, (p.returncode, err)  # -7 would be SIGBUS
+    lines = out.splitlines()
+    assert lines[0].startswith("indexed error: ") and lines[1].startswith("sequential error: ")
+    for line in lines:
+        assert f"{rec} shrank under the reader" in line and "offset" in line
+
+
+def test_a_length_past_the_end_is_refused_before_anything_is_allocated(tmp_path):
+    import tracemalloc
+
+    path = tmp_path / "r.rec"
+    path.write_bytes(MAGIC_BYTES + struct.pack("<I", (1 << 29) - 1) + bytes(64))
+    tracemalloc.start()
+    try:
+        with pytest.raises(RecordIOError, match=f"{path}: record at offset 0 claims 536870911"):
+            RecordReader(path).read()
+        with pytest.raises(RecordIOError, match=f"{path}: record at offset 0 claims"):
+            IndexedRecordReader(None, path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20
+
+
+def test_a_record_of_millions_of_parts_costs_memory_in_proportion_to_the_file(tmp_path):
+    import tracemalloc
+
+    parts = 1 << 18  # 2 MiB of empty parts
+    head = struct.Struct("<II")
+    body = (head.pack(0xCED7230A, 1 << 29) + head.pack(0xCED7230A, 2 << 29) * (parts - 2)
+            + head.pack(0xCED7230A, 3 << 29))
+    path = tmp_path / "parts.rec"
+    path.write_bytes(body)
+    tracemalloc.start()
+    try:
+        record = RecordReader(path).read()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert record == MAGIC_BYTES * (parts - 1)
+    assert peak < 4 * len(body)
+
+
+@pytest.mark.parametrize("cflag", [4, 5, 6, 7])
+def test_undefined_part_flags_are_refused_naming_file_and_offset(tmp_path, cflag):
+    path = tmp_path / "r.rec"
+    with RecordWriter(path) as writer:
+        writer.write(b"good")
+        writer.write(b"flag")
+    data = bytearray(path.read_bytes())
+    data[12 + 4:12 + 8] = struct.pack("<I", cflag << 29 | 4)
+    path.write_bytes(bytes(data))
+    reader = RecordReader(path)
+    with pytest.raises(RecordIOError, match=f"{path}: undefined part flag {cflag} at offset 12"):
+        list(reader)
+    with pytest.raises(RecordIOError, match=f"{path}: undefined part flag {cflag} at offset 12"):
+        _read_at(path, 12)
+
+
+def _read_at(path, offset):
+    reader = RecordReader(path)
+    reader.seek(offset)
+    return reader.read()
+
+
+@pytest.mark.parametrize("text, message", [
+    ("0\t0\n1\t16\n0\t32\n", "line 3: duplicate key 0 (first on line 1)"),
+    ("0\t0\nx\t16\n", "line 2: key 'x' is not a valid int"),
+    ("0\t0\n1\t-16\n", "line 2: expected 'key<TAB>offset'"),
+    ("0\t0\n\n", "line 2: expected 'key<TAB>offset'"),
+    ("0\t0\n1\t1\xb2\n", "line 2: expected 'key<TAB>offset'"),
+])
+def test_index_errors_name_the_file_the_line_and_the_key(tmp_path, text, message):
+    with IndexedRecordWriter(tmp_path / "r.idx", tmp_path / "r.rec") as writer:
+        for key in range(3):
+            writer.write_idx(key, b"12345678")
+    (tmp_path / "bad.idx").write_text(text)
+    with pytest.raises(RecordIOError, match=re.escape(f"{tmp_path / 'bad.idx'}, {message}")):
+        IndexedRecordReader(tmp_path / "bad.idx", tmp_path / "r.rec")
+    (tmp_path / "bin.idx").write_bytes(b"0\t0\n\xff\t16\n")
+    with pytest.raises(RecordIOError, match="bin.idx, line 2: not UTF-8"):
+        IndexedRecordReader(tmp_path / "bin.idx", tmp_path / "r.rec")
+
+
+def test_a_directory_is_named_as_a_directory(tmp_path):
+    with pytest.raises(IsADirectoryError, match=f"record file {tmp_path} is a directory"):
+        RecordReader(tmp_path)
+    (tmp_path / "d.idx").mkdir()
+    with RecordWriter(tmp_path / "r.rec") as writer:
+        writer.write(b"x")
+    with pytest.raises(IsADirectoryError, match="index file .*d.idx is a directory"):
+        IndexedRecordReader(tmp_path / "d.idx", tmp_path / "r.rec")
+
+
+def test_a_pickled_reader_refuses_a_record_file_replaced_since_it_was_opened(tmp_path):
+    from tests.recordio._children import payload, write_pair
+    write_pair(str(tmp_path / "r.rec"), 1)
+    reader = IndexedRecordReader(tmp_path / "r.idx", tmp_path / "r.rec")
+    state = pickle.dumps(reader)
+    assert pickle.loads(state).read_idx(3) == reader.read_idx(3)
+    write_pair(str(tmp_path / "r.rec"), 2)
+    with pytest.raises(RecordIOError, match="r.rec was replaced or changed since it was opened"):
+        pickle.loads(state)
+    assert reader.read_idx(3) == payload(1, 3)  # the open reader keeps its own generation
+
+
+# --- writers publish when closed or collected, never after a crash ------------------------
+
+def test_a_writer_that_is_deleted_or_goes_out_of_scope_publishes_its_files(tmp_path):
+    writer = IndexedRecordWriter(tmp_path / "a.idx", tmp_path / "a.rec")
+    writer.write_idx(0, b"deleted")
+    del writer
+    assert IndexedRecordReader(tmp_path / "a.idx", tmp_path / "a.rec").read_idx(0) == b"deleted"
+
+    def scope():
+        plain = RecordWriter(tmp_path / "b.rec")
+        plain.write(b"scoped")
+
+    scope()
+    assert list(RecordReader(tmp_path / "b.rec")) == [b"scoped"]
+    assert sorted(os.listdir(tmp_path)) == ["a.idx", "a.rec", "b.rec"]
+
+
+@pytest.mark.parametrize("how, published", [("exit", True), ("exception", False),
+                                            ("sigkill", False)])
+def test_a_writer_left_open_publishes_at_a_normal_exit_and_never_after_a_crash(tmp_path, how,
+                                                                              published):
+    import subprocess
+
+    from tests.recordio._children import check_pair
+    p = _child("leave_open", tmp_path / "r.rec", how, stderr=subprocess.PIPE)
+    try:
+        p.wait(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+        p.wait()
+    complete = [n for n in os.listdir(tmp_path) if not n.endswith(".part")]
+    if published:
+        assert sorted(complete) == ["r.idx", "r.rec"] and check_pair(str(tmp_path / "r.rec")) == 1
+    else:
+        assert complete == []
+
+
+def test_a_forked_child_that_drops_a_copy_of_an_open_writer_publishes_nothing(tmp_path):
+    p = _child("fork_and_drop", tmp_path / "r.rec")
+    try:
+        assert p.wait(timeout=60) == 0
+    finally:
+        if p.poll() is None:
+            p.kill()
+        p.wait()
+    assert list(RecordReader(tmp_path / "r.rec")) == [b"first", b"second"]
