@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from tqdm import tqdm
 
-from dataset_kit import _files, _http
+from dataset_kit import _files, _hash_stamp, _http
 from dataset_kit._checks import non_negative_int
 from dataset_kit._archive import UnsafeArchiveError, extract_archive
 from dataset_kit._http import DownloadError
@@ -179,13 +179,21 @@ def cached_download(
     a process-unique temporary file in the same directory, is fsynced and
     verified, then moved into place with ``os.replace``.
 
+    With ``sha256``, a cached file is verified on every call: a stamp beside
+    it (``<file>.sha256-stamp``) records the verified hash with the file's
+    size, inode and times, so while the file is unchanged the check costs one
+    ``stat``; a file that changed is hashed again, and one whose hash differs
+    is downloaded again (or, offline, is an :class:`OfflineError`).
+
     Args:
         url: an http(s) URL, a ``file://`` URL or a local path (copied in).
-        sha256: the expected hex digest; checked after the download.
+        sha256: the expected hex digest; checked after the download and on
+            every later call (through the stamp while the file is unchanged).
         timeout: socket timeout in seconds for each connection attempt.
         retries: extra attempts for connection errors, timeouts, 5xx and 429.
         progress: show a tqdm bar on stderr; None shows it when stderr is a tty.
-        verify: re-hash a file that is already cached (needs ``sha256``).
+        verify: re-hash a cached file even when its stamp vouches for it
+            (needs ``sha256``).
 
     Returns:
         The path of the cached file.
@@ -194,9 +202,11 @@ def cached_download(
         ValueError: for a malformed argument (naming it and its value).
         HashMismatchError: if the file's sha256 differs from ``sha256``; nothing
             is cached then.
-        OfflineError: if ``DATASET_KIT_OFFLINE`` is set and the file is not cached.
+        OfflineError: if ``DATASET_KIT_OFFLINE`` is set and the file is not
+            cached, or is cached with another sha256 than ``sha256``.
         DownloadError: if the server answers 4xx (but 429) or retries run out.
         FileNotFoundError: if a local source does not exist.
+        IsADirectoryError: if a local source is a directory.
     """
     if not isinstance(url, str) or not url:
         raise ValueError(f"url must be a non-empty string, got {url!r}")
@@ -208,15 +218,25 @@ def cached_download(
         raise ValueError("verify=True needs sha256= to verify against")
     url, local = _normalize_url(url)
     path = _cache_path(url)
-    if os.path.exists(path) and not verify:
+    if os.path.exists(path) and not verify and (
+            expected is None or _hash_stamp.vouches(path, expected)):
         return path
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with _files.lock_for(path):
         if os.path.exists(path):
-            if verify and _sha256_of(path) != expected:
-                os.unlink(path)
-            else:
+            if expected is None or (not verify and _hash_stamp.vouches(path, expected)):
                 return path
+            hashed = os.stat(path)
+            digest = _sha256_of(path)
+            if digest == expected:
+                _hash_stamp.write(path, digest, hashed)
+                return path
+            if _offline():
+                raise OfflineError(
+                    f"the cached {path} (from {url}) has sha256 {digest}, expected {expected}, "
+                    f"and {OFFLINE_ENV} is set, so it cannot be downloaded again")
+            os.unlink(path)  # corrupt or replaced: download it again
+            _hash_stamp.remove(path)
         if _offline():
             raise OfflineError(
                 f"{OFFLINE_ENV} is set and {url} is not in the cache (expected at {path})")
@@ -228,6 +248,8 @@ def cached_download(
                 raise HashMismatchError(
                     f"sha256 of {url} is {digest}, expected {expected}; the file was discarded"
                 )
+        if expected is not None:  # verified in its temporary file, moved under our lock
+            _hash_stamp.write(path, expected, os.stat(path))
     return path
 
 
@@ -238,6 +260,9 @@ def _transfer(url: str, local: str | None, temp: str, timeout: float, retries: i
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     with os.fdopen(fd, "wb") as out:
         if local is not None:
+            if os.path.isdir(local):
+                raise IsADirectoryError(f"local source {local} (from {url}) is a directory, "
+                                        f"not a file")
             if not os.path.isfile(local):
                 raise FileNotFoundError(f"local source {local} (from {url}) does not exist")
             with open(local, "rb") as source:

@@ -19,6 +19,7 @@ from dataset_kit import (
     set_dataset_root,
 )
 from dataset_kit import _http
+from dataset_kit import download as download_module
 from tests.http_server import Route
 
 BODY = os.urandom(300_000)
@@ -85,7 +86,8 @@ def test_download_caches_under_a_stable_name_and_downloads_once(http_server, dat
     assert path.endswith("-train.bin")
     assert cached_download(url) == path
     assert route.gets == 1
-    assert leftovers(dataset_root) == [os.path.basename(path)]
+    assert leftovers(dataset_root) == [os.path.basename(path),
+                                       os.path.basename(path) + ".sha256-stamp"]
 
 
 def test_file_mode_follows_the_umask(http_server, dataset_root):
@@ -349,3 +351,68 @@ def test_redirects_from_https_to_http_are_refused():
         handler.redirect_request(request, None, 302, "Found", {}, "http://example.invalid/d")
     same = handler.redirect_request(request, None, 302, "Found", {}, "https://mirror.invalid/d")
     assert same.full_url == "https://mirror.invalid/d"
+
+
+# -- a pinned sha256 is checked on every use --------------------------------------
+
+def age(path, seconds=3600):
+    """Make a file look written long ago: its stamp then vouches without re-hashing."""
+    st = os.stat(path)
+    os.utime(path, ns=(st.st_atime_ns - seconds * 10**9, st.st_mtime_ns - seconds * 10**9))
+
+
+def corrupt_in_place(path):
+    """Flip the first byte without changing the size (nor, on a coarse clock, the times)."""
+    with open(path, "r+b") as f:
+        first = f.read(1)
+        f.seek(0)
+        f.write(bytes([first[0] ^ 0xFF]))
+
+
+def test_a_cached_file_corrupted_in_place_is_downloaded_again(http_server, dataset_root):
+    route = Route(BODY)
+    url = http_server.add("/pinned.bin", route)
+    path = cached_download(url, sha256=route.sha256)
+    corrupt_in_place(path)
+    assert read(cached_download(url, sha256=route.sha256)) == BODY
+    assert route.gets == 2
+    age(path)
+    assert read(cached_download(url, sha256=route.sha256)) == BODY  # re-stamped, old file
+    corrupt_in_place(path)  # changes ctime, which no user call can set back
+    assert read(cached_download(url, sha256=route.sha256)) == BODY
+    assert route.gets == 3
+    assert leftovers(dataset_root) == sorted([os.path.basename(path),
+                                              os.path.basename(path) + ".sha256-stamp"])
+
+
+def test_an_unchanged_verified_file_is_not_hashed_again(http_server, dataset_root, monkeypatch):
+    route = Route(BODY)
+    url = http_server.add("/stamp.bin", route)
+    path = cached_download(url, sha256=route.sha256)
+    age(path)
+    cached_download(url, sha256=route.sha256)  # hashes once more, stamps the aged file
+    hashed = []
+    real = download_module._sha256_of
+    monkeypatch.setattr(download_module, "_sha256_of", lambda p: hashed.append(p) or real(p))
+    for _ in range(3):
+        assert cached_download(url, sha256=route.sha256) == path
+    assert hashed == []
+    assert read(cached_download(url, sha256=route.sha256, verify=True)) == BODY
+    assert hashed == [path]  # verify=True re-hashes whatever the stamp says
+
+
+def test_offline_a_cached_file_with_the_wrong_hash_is_an_error(http_server, dataset_root,
+                                                               monkeypatch):
+    route = Route(BODY)
+    url = http_server.add("/off.bin", route)
+    path = cached_download(url, sha256=route.sha256)
+    corrupt_in_place(path)
+    monkeypatch.setenv("DATASET_KIT_OFFLINE", "1")
+    with pytest.raises(OfflineError, match=f"{path}.*expected {route.sha256}"):
+        cached_download(url, sha256=route.sha256)
+    assert route.gets == 1
+
+
+def test_a_directory_as_a_local_source_is_named(tmp_path, dataset_root):
+    with pytest.raises(IsADirectoryError, match="is a directory"):
+        cached_download(str(tmp_path))

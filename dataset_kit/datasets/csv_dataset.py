@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -11,25 +10,12 @@ import numpy as np
 
 from dataset_kit.batch import ExampleBatch
 from dataset_kit.dataset import DatasetMixin
+from dataset_kit.datasets import _csv_numbers
 
 _CHUNK = 16 << 20
 # Sequential batches are served from a parsed window of about this many bytes:
 # parsers have a fixed cost per call (pandas: per column), so small calls are slow.
 _WINDOW_BYTES = 8 << 20
-
-
-def _read_numbers(block: bytes, dtype: np.dtype) -> np.ndarray:
-    """Parse comma-separated numbers with pandas' C parser if installed, else numpy's.
-
-    pandas (the ``csv`` extra) parses about four times faster than
-    ``numpy.loadtxt`` here (benchmarks/loader.py).
-    """
-    try:
-        import pandas
-    except ImportError:
-        return np.loadtxt(io.BytesIO(block), delimiter=",", dtype=dtype, ndmin=2, comments=None)
-    frame = pandas.read_csv(io.BytesIO(block), header=None, dtype=dtype, engine="c")
-    return frame.to_numpy(dtype=dtype)
 
 
 def line_offsets(path: str) -> np.ndarray:
@@ -54,29 +40,43 @@ class CSVArrayDataset(DatasetMixin):
     """Row ``i`` of a numeric CSV file, as an array of ``row_shape``.
 
     An index of line offsets is built once (a scan, not a load); batches are
-    read by offset and parsed (pandas' C parser when the ``csv`` extra is
-    installed, else ``numpy.loadtxt``), a contiguous range of rows in one read. The file is opened lazily and reopened in each process,
-    so the dataset works in forked or spawned workers; pickling it pickles the
-    path and the index, not the data.
+    read by offset and parsed, a contiguous range of rows in one read. What
+    counts as a number is what ``numpy.loadtxt`` accepts (``nan`` and ``inf``
+    included); pandas' C parser, when the ``csv`` extra is installed, only
+    makes the same parse faster. A missing value (an empty cell, or ``NA``,
+    ``N/A``, ``#N/A``, ``null``, ``NULL``, ``None``, ``<NA>`` and pandas' other
+    spellings) is an error naming the file, line and column, unless
+    ``fill_value`` is given. The file is opened lazily and reopened in each
+    process, so the dataset works in forked or spawned workers; pickling it
+    pickles the path and the index, not the data.
 
     Args:
         path: the CSV file (comma-separated numbers, no header).
         row_shape: the shape of one row's values (their product is the
             number of columns).
         dtype: the arrays' dtype.
+        fill_value: the value that replaces missing values (for example
+            ``float("nan")`` or ``0``); None makes them errors.
 
     Raises:
         FileNotFoundError: if ``path`` does not exist.
-        ValueError: (on access) for a malformed row, naming the file and line.
+        IsADirectoryError: if ``path`` is a directory.
+        ValueError: for a bad ``row_shape`` or a ``fill_value`` that ``dtype``
+            cannot hold; (on access) for a malformed row or a missing value,
+            naming the file and line (1-based, as an editor shows it).
     """
 
     def __init__(self, path: str | os.PathLike, row_shape: Sequence[int],
-                 dtype: Any = np.float32) -> None:
+                 dtype: Any = np.float32, fill_value: float | None = None) -> None:
         self.path = os.fspath(path)
         self.row_shape = tuple(int(d) for d in row_shape)
         if not self.row_shape or any(d <= 0 for d in self.row_shape):
             raise ValueError(f"row_shape must be positive dimensions, got {row_shape!r}")
         self.dtype = np.dtype(dtype)
+        self.fill_value = fill_value
+        self._fill = None if fill_value is None else _fill_text(fill_value, self.dtype)
+        if os.path.isdir(self.path):
+            raise IsADirectoryError(f"CSV file {self.path} is a directory, not a file")
         self._columns = int(np.prod(self.row_shape))
         self._offsets = line_offsets(self.path)
         self._file: Any = None
@@ -116,56 +116,63 @@ class CSVArrayDataset(DatasetMixin):
         lines = [os.pread(fd, int(self._offsets[i + 1] - self._offsets[i]), int(self._offsets[i]))
                  for i in indices.tolist()]
         block = b"".join(line if line.endswith(b"\n") else line + b"\n" for line in lines)
-        try:
-            return self._parse(block, 0)
-        except ValueError:
-            for i, line in zip(indices.tolist(), lines):
-                self._parse(line, i)  # names the malformed line with its real number
-            raise
+        return self._parse(block, indices)
 
     def _run(self, first: int, last: int) -> np.ndarray:
         """Rows ``first..last`` (contiguous), served from the parsed window."""
         window = self._window
         if window is None or not (window[0] <= first and last < window[1]):
             stop_row = min(len(self), max(last + 1, first + self._window_rows))
-            start, stop = self._offsets[first], self._offsets[stop_row]
-            values = self._parse(os.pread(self._fd(), int(stop - start), int(start)), first)
+            try:
+                values = self._parse(self._read(first, stop_row), first)
+            except ValueError:
+                if stop_row == last + 1:
+                    raise
+                # A bad row after the requested ones: the requested rows may be fine.
+                return self._parse(self._read(first, last + 1), first)
             window = self._window = (first, stop_row, values)
         # A view of the window: replacing the window later leaves it intact.
         return window[2][first - window[0]:last + 1 - window[0]]
 
-    def _parse(self, block: bytes, first_line: int) -> np.ndarray:
+    def _read(self, first: int, stop: int) -> bytes:
+        start, end = int(self._offsets[first]), int(self._offsets[stop])
+        return os.pread(self._fd(), end - start, start)
+
+    def _parse(self, block: bytes, rows: int | np.ndarray) -> np.ndarray:
+        """Parse a block of whole lines: rows ``rows, rows + 1, ...``, or the rows listed."""
         # Every line must have columns - 1 commas: checked first, vectorised,
         # because a parser may fill a short row with NaN rather than fail.
         raw = np.frombuffer(block, np.uint8)
         ends = np.flatnonzero(raw == 10)
         if not len(ends) or ends[-1] != len(raw) - 1:
             ends = np.append(ends, len(raw))
-        starts = np.concatenate([[0], ends[:-1] + 1])
         commas = np.diff(np.searchsorted(np.flatnonzero(raw == 44), np.append(-1, ends)))
-        if np.any(commas != self._columns - 1) or np.any(ends - starts < 1):
-            self._raise_for_first_bad_line(block, first_line)
-        try:
-            values = _read_numbers(block, self.dtype)
-        except ValueError:
-            self._raise_for_first_bad_line(block, first_line)
-        if values.shape != (len(starts), self._columns):
-            self._raise_for_first_bad_line(block, first_line)
+        if np.any(commas != self._columns - 1):
+            self._raise_for_first_bad_line(block, rows)
+        values = _csv_numbers.parse_numbers(block, len(ends), self._columns, self.dtype)
+        if values is None and self._fill is not None:
+            block = _csv_numbers.fill_missing(block, self._fill)
+            values = _csv_numbers.parse_numbers(block, len(ends), self._columns, self.dtype)
+        if values is None:
+            self._raise_for_first_bad_line(block, rows)
         return values.reshape(-1, *self.row_shape)
 
-    def _raise_for_first_bad_line(self, block: bytes, first_line: int) -> None:
+    def _raise_for_first_bad_line(self, block: bytes, rows: int | np.ndarray) -> None:
         """Find the malformed line of a block that failed to parse, and name it (error path)."""
-        for k, line in enumerate(block.splitlines()):
-            cells = line.split(b",")
-            try:
-                for cell in cells:
-                    float(cell)
-                ok = len(cells) == self._columns
-            except ValueError:
-                ok = False
-            if not ok:
-                raise ValueError(
-                    f"{self.path}, line {first_line + k + 1}: expected {self._columns} numbers "
-                    f"separated by commas (row_shape {self.row_shape}), got {line[:80]!r}")
-        raise ValueError(f"{self.path}: lines {first_line + 1}.. could not be parsed as "
-                         f"{self._columns} numbers each")
+        k, reason = _csv_numbers.first_bad_line(block, self._columns, self.dtype)
+        row = rows + k if isinstance(rows, int) else int(rows[k])
+        raise ValueError(f"{self.path}, line {row + 1}: {reason} "
+                         f"(row_shape {self.row_shape})")
+
+
+def _fill_text(fill_value: Any, dtype: np.dtype) -> bytes:
+    """The fill value as a cell both parsers read back as exactly that value."""
+    try:
+        value = np.asarray(fill_value, dtype=dtype).item()
+        exact = np.issubdtype(dtype, np.floating) or value == fill_value
+    except (TypeError, ValueError, OverflowError):
+        exact = False
+    if not exact or isinstance(fill_value, (bool, str, bytes)):
+        raise ValueError(f"fill_value must be a number that dtype {dtype} holds exactly, "
+                         f"got {fill_value!r}")
+    return repr(value).encode()

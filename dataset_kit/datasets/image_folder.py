@@ -31,7 +31,8 @@ class ImageFolderDataset(DatasetMixin):
 
     Raises:
         ImportError: if Pillow is not installed (the ``image`` extra).
-        FileNotFoundError: if ``root`` is not a directory.
+        FileNotFoundError: if ``root`` does not exist.
+        NotADirectoryError: if ``root`` is a file.
     """
 
     def __init__(self, root: str | os.PathLike, extensions: Sequence[str] | None = None,
@@ -40,8 +41,10 @@ class ImageFolderDataset(DatasetMixin):
         pillow()
         self._draft_size = None if draft_size is None else tuple(int(v) for v in draft_size)
         self.root = os.fspath(root)
+        if not os.path.exists(self.root):
+            raise FileNotFoundError(f"image folder {self.root} does not exist")
         if not os.path.isdir(self.root):
-            raise FileNotFoundError(f"image folder {self.root} is not a directory")
+            raise NotADirectoryError(f"image folder {self.root} is a file, not a directory")
         wanted = tuple(e.lower() for e in (extensions or DEFAULT_EXTENSIONS))
         self.classes = sorted(d for d in os.listdir(self.root)
                               if os.path.isdir(os.path.join(self.root, d)))

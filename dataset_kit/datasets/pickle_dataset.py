@@ -1,4 +1,10 @@
-"""PickleDataset: examples pickled one after another in a file, read by offset."""
+"""PickleDataset: examples pickled one after another in a file, read by offset.
+
+Unpickling runs code that the file names, so a pickle dataset must come from
+a source you trust. Opening one unpickles nothing: the offsets are found by
+walking pickle opcodes (:mod:`dataset_kit.datasets._pickle_scan`), so a hostile
+file runs no code until an example is read.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,13 @@ from typing import Any, BinaryIO
 
 from dataset_kit import _files
 from dataset_kit.dataset import DatasetMixin
+from dataset_kit.datasets._pickle_scan import (
+    BEGIN,
+    TruncatedPickleError,
+    check_end,
+    end_marker,
+    pickle_offsets,
+)
 
 
 class PickleDatasetWriter:
@@ -43,7 +56,37 @@ class PickleDatasetWriter:
 
 
 class _PathWriter(PickleDatasetWriter):
-    """The writer of open_pickle_dataset_writer: nothing appears at the path before close()."""
+    """The writer of open_pickle_dataset_writer: nothing appears at the path before close().
+
+    The first example is preceded by a begin marker and the last by an end
+    marker with the count (no-op opcodes, see ``_pickle_scan``), so a reader
+    tells a file cut after a whole example from a complete one. The last
+    example is held in memory until the next ``write`` or ``close``, since only
+    then is it known whether it is the last.
+    """
+
+    def __init__(self, writer: Any, protocol: int) -> None:
+        super().__init__(writer, protocol)
+        self._count = 0
+        self._pending: bytes | None = None
+
+    def write(self, example: Any) -> None:
+        """Append one example."""
+        data = pickle.dumps(example, protocol=self._protocol)
+        self._write_pending(b"")
+        self._pending = data
+        self._count += 1
+
+    def _write_pending(self, marker: bytes) -> None:
+        if self._pending is not None:
+            self._writer.write((BEGIN if self._count == 1 else b"") + marker + self._pending)
+            self._pending = None
+
+    def close(self) -> None:
+        """Write the last example with the end marker, then publish the file."""
+        if not self._writer.closed:
+            self._write_pending(end_marker(self._count))
+        self._writer.close()
 
     def __exit__(self, exc_type: Any, *rest: Any) -> None:
         if exc_type is None:
@@ -71,8 +114,8 @@ class _PathReader:
     def seekable(self) -> bool:
         return True
 
-    def seek(self, offset: int) -> int:
-        return self._handle().seek(offset)
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self._handle().seek(offset, whence)
 
     def tell(self) -> int:
         return self._handle().tell()
@@ -101,8 +144,12 @@ class _PathReader:
 class PickleDataset(DatasetMixin):
     """Examples stored as consecutive pickles in a seekable binary reader.
 
-    The reader is scanned once for where each pickle starts. Unpickling runs
-    code from the file: open only files you trust. Opened with
+    .. warning:: Reading an example unpickles it, and unpickling runs code
+       that the file names: use only files from a source you trust.
+       Constructing the dataset unpickles nothing.
+
+    The reader is scanned once for where each pickle starts, by walking
+    pickle opcodes without unpickling them. Opened with
     :func:`open_pickle_dataset`, the file is reopened in each worker process
     and the dataset pickles as its path.
 
@@ -111,21 +158,22 @@ class PickleDataset(DatasetMixin):
 
     Raises:
         ValueError: if the reader cannot seek.
+        ValueError: if the data ends inside an example or holds bytes that
+            are not pickles, naming the offset; (on access) if an example
+            cannot be unpickled, naming its offset.
     """
 
     def __init__(self, reader: Any) -> None:
         if not reader.seekable():
             raise ValueError("reader must support random access (seek), got one that does not")
         self._reader = reader
-        self._positions = []
-        reader.seek(0)
-        while True:
-            position = reader.tell()
-            try:
-                pickle.load(reader)
-            except EOFError:
-                break
-            self._positions.append(position)
+        # Scan the real file, not the per-process wrapper: one call less per opcode.
+        source = reader._handle() if isinstance(reader, _PathReader) else reader
+        name = reader.path if isinstance(reader, _PathReader) else getattr(reader, "name", reader)
+        self._name = str(name)
+        size = source.seek(0, os.SEEK_END)
+        self._positions = pickle_offsets(source, size, self._name)
+        check_end(source, self._positions, size, self._name)
         self._lock = threading.RLock()
 
     def __getstate__(self) -> dict:
@@ -140,7 +188,12 @@ class PickleDataset(DatasetMixin):
     def get_example(self, i: int) -> Any:
         with self._lock:
             self._reader.seek(self._positions[i])
-            return pickle.load(self._reader)
+            try:
+                return pickle.load(self._reader)
+            except (pickle.UnpicklingError, EOFError) as error:
+                raise TruncatedPickleError(
+                    f"pickle dataset {self._name}: example {i} at offset {self._positions[i]} "
+                    f"cannot be unpickled: {error}") from error
 
     def close(self) -> None:
         """Close the reader."""
@@ -157,6 +210,11 @@ class PickleDataset(DatasetMixin):
 def open_pickle_dataset(path: str | os.PathLike) -> PickleDataset:
     """Open a file written by :func:`open_pickle_dataset_writer` as a dataset.
 
+    .. warning:: Reading an example unpickles it, and unpickling runs code
+       that the file names: open only files from a source you trust. Opening
+       unpickles nothing; it walks the file's pickle opcodes to find where each
+       example starts.
+
     Args:
         path: the file.
 
@@ -165,8 +223,13 @@ def open_pickle_dataset(path: str | os.PathLike) -> PickleDataset:
 
     Raises:
         FileNotFoundError: if ``path`` does not exist.
+        IsADirectoryError: if ``path`` is a directory.
+        ValueError: if the file ends inside an example or holds bytes that
+            are not pickles, naming the offset.
     """
     path = os.fspath(path)
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"pickle dataset {path} is a directory, not a file")
     if not os.path.isfile(path):
         raise FileNotFoundError(f"pickle dataset {path} does not exist")
     return PickleDataset(_PathReader(path))
@@ -175,6 +238,10 @@ def open_pickle_dataset(path: str | os.PathLike) -> PickleDataset:
 def open_pickle_dataset_writer(path: str | os.PathLike,
                                protocol: int = pickle.HIGHEST_PROTOCOL) -> PickleDatasetWriter:
     """Open a writer of a pickle dataset file; the file appears complete on ``close()``.
+
+    .. warning:: Whoever reads the file unpickles it, which runs code the file
+       names; share pickle datasets only with readers who trust you, and read
+       only those from a source you trust.
 
     Examples are written under a temporary name beside ``path``, which is
     fsynced and renamed into place on a clean ``close()`` (or the end of a

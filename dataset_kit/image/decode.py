@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import warnings
 from typing import Any
 
 import numpy as np
@@ -35,18 +36,50 @@ def _simplejpeg() -> Any:
     return simplejpeg
 
 
+def _check_pixels(image_module: Any, width: int, height: int, where: str) -> None:
+    """Refuse a decompression bomb before decoding, with Pillow's own rule and types.
+
+    simplejpeg decodes whatever size a header claims (a 675-byte JPEG can ask
+    for 1.2 GB), so the header's size is checked first against
+    ``PIL.Image.MAX_IMAGE_PIXELS``, read at each call so that a user who
+    changes it changes ours: above twice the limit is an error, above the
+    limit a warning, as in Pillow; None disables the check, as in Pillow.
+
+    Raises:
+        PIL.Image.DecompressionBombError: above twice the limit, naming ``where``.
+    """
+    limit = image_module.MAX_IMAGE_PIXELS
+    if limit is None:
+        return
+    pixels = max(1, width) * max(1, height)
+    if pixels > 2 * limit:
+        raise image_module.DecompressionBombError(
+            f"image {where} is {width}x{height} ({pixels} pixels), which exceeds the limit of "
+            f"{2 * limit} pixels (2 x PIL.Image.MAX_IMAGE_PIXELS): it could be a "
+            f"decompression bomb")
+    if pixels > limit:
+        warnings.warn(f"image {where} is {width}x{height} ({pixels} pixels), which exceeds "
+                      f"PIL.Image.MAX_IMAGE_PIXELS ({limit}): it could be a decompression bomb",
+                      image_module.DecompressionBombWarning, stacklevel=3)
+
+
 def _decode_jpeg(data: bytes, where: str, draft_size: Any) -> np.ndarray | None:
     """Decode a JPEG with simplejpeg: HWC uint8, or None where Pillow should decode it.
 
     It gives the same pixels as Pillow (both are libjpeg-turbo) about 1.5x
     faster (benchmarks/images.py); strict mode makes corrupt or truncated
-    data an error, never a partly grey image.
+    data an error, never a partly grey image. The size in the header is
+    checked against Pillow's limit first (:func:`_check_pixels`).
     """
     simplejpeg = _simplejpeg()
     if simplejpeg is None:
         return None
     try:
         height, width, colorspace, _ = simplejpeg.decode_jpeg_header(data)
+    except ValueError as error:
+        raise CorruptImageError(f"cannot decode image {where}: {error}") from None
+    _check_pixels(pillow(), width, height, where)
+    try:
         if colorspace not in ("Gray", "YCbCr", "RGB"):
             return None  # CMYK and others: Pillow knows their conversions
         size = {}
@@ -86,10 +119,18 @@ def read_image(source: str | os.PathLike | bytes, dtype: Any, where: str,
 
     Raises:
         CorruptImageError: if the file cannot be decoded, naming ``where``.
+        PIL.Image.DecompressionBombError: if the image has more than twice
+            ``PIL.Image.MAX_IMAGE_PIXELS`` pixels (read at each call), naming
+            ``where``; above the limit itself, a ``DecompressionBombWarning``
+            (Pillow's rule, applied to the size in the header before decoding,
+            whichever decoder runs).
         FileNotFoundError: if a path does not exist.
+        IsADirectoryError: if a path is a directory.
         ImportError: if Pillow is not installed.
     """
     image_module = pillow()
+    if not isinstance(source, bytes) and os.path.isdir(source):
+        raise IsADirectoryError(f"image {where} is a directory, not an image file")
     if not isinstance(source, bytes) and _simplejpeg() is not None:
         with open(source, "rb") as f:
             source = f.read()
@@ -103,8 +144,10 @@ def read_image(source: str | os.PathLike | bytes, dtype: Any, where: str,
             if draft_size is not None and image.format == "JPEG":
                 image.draft(image.mode, tuple(draft_size))
             array = np.asarray(image, dtype=dtype)
-    except FileNotFoundError:
+    except (FileNotFoundError, IsADirectoryError):
         raise
+    except image_module.DecompressionBombError as error:
+        raise image_module.DecompressionBombError(f"image {where}: {error}") from None
     except (OSError, SyntaxError, ValueError) as error:
         raise CorruptImageError(f"cannot decode image {where}: {error}") from None
     if array.ndim == 2:

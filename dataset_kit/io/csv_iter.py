@@ -47,24 +47,32 @@ class CSVIter(NativeDataIter):
         dtype: the data's dtype.
         shuffle: visit rows in a seeded random order (read row by row).
         seed: the seed.
+        fill_value: the value that replaces a missing value (an empty cell,
+            ``NA``, ``N/A``, ``null``, ...) in either file; None (the default)
+            makes a missing value an error, whether pandas is installed or not.
 
     Raises:
         FileNotFoundError: if a file does not exist.
-        ValueError: if the files have different numbers of lines, a shape is
-            bad, or (on access) a row is malformed, naming the file and line.
+        IsADirectoryError: if a file is a directory.
+        ValueError: if a file is empty, the files have different numbers of
+            lines, a shape is bad, or (on access) a row is malformed or has a
+            missing value, naming the file and line.
     """
 
     def __init__(self, data_csv: str | os.PathLike, data_shape: tuple,
                  label_csv: str | os.PathLike | None = None, label_shape: tuple = (1,),
                  batch_size: int = 1, round_batch: bool = True, dtype: Any = "float32",
-                 shuffle: bool = False, seed: int | None = None) -> None:
+                 shuffle: bool = False, seed: int | None = None,
+                 fill_value: float | None = None) -> None:
         batch_size = positive_int("batch_size", batch_size)
-        data = CSVArrayDataset(data_csv, data_shape, dtype)
+        data = CSVArrayDataset(data_csv, data_shape, dtype, fill_value)
+        if len(data) == 0:
+            raise ValueError(f"data_csv {data.path} is empty: CSVIter needs at least one row")
         label_shape = tuple(label_shape)
         if label_csv is None:
             labels: Any = np.zeros(len(data), np.float32)
         else:
-            labels = CSVArrayDataset(label_csv, label_shape, np.float32)
+            labels = CSVArrayDataset(label_csv, label_shape, np.float32, fill_value)
             if len(labels) != len(data):
                 raise ValueError(f"label_csv has {len(labels)} lines but data_csv has "
                                  f"{len(data)}: {os.fspath(label_csv)}, {os.fspath(data_csv)}")
