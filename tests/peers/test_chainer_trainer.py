@@ -25,6 +25,7 @@ import chainer.links as L  # noqa: E402
 from chainer import training  # noqa: E402
 from chainer.training import extensions  # noqa: E402
 
+from dataset_kit import concat_examples  # noqa: E402
 from dataset_kit.datasets import TupleDataset  # noqa: E402
 from dataset_kit.distributed import ShardedIterator  # noqa: E402
 from dataset_kit.iterators import (  # noqa: E402
@@ -164,3 +165,42 @@ assert isinstance(it, dataset_kit.Iterator)
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                           text=True, timeout=RUN_TIMEOUT)
     assert done.returncode == 0, done.stderr
+
+
+@chainer.dataset.converter()
+def host_then_device(batch, device):
+    """The porting guide's converter: dataset_kit's stacking, then Chainer's copy."""
+    return chainer.dataset.to_device(device, concat_examples(batch))
+
+
+@chainer.dataset.converter()
+def device_only(batch, device):
+    return chainer.dataset.to_device(device, batch)
+
+
+@pytest.mark.parametrize("converted_in_workers", [False, True])
+def test_the_guides_converters_feed_the_updater_and_the_evaluator(converted_in_workers):
+    rng = np.random.default_rng(2)
+    ds = TupleDataset(rng.normal(size=(12, 3)).astype(np.float32),
+                      rng.integers(0, 2, 12).astype(np.int32))
+    model = L.Classifier(L.Linear(3, 2))
+    optimizer = chainer.optimizers.SGD()
+    optimizer.setup(model)
+    device = chainer.get_device("@numpy")
+    if converted_in_workers:
+        train = MultiprocessIterator(ds, 4, n_processes=2, seed=0, converter=concat_examples)
+        converter = device_only
+    else:
+        train, converter = SerialIterator(ds, 4, seed=0), host_then_device
+    test = SerialIterator(ds, 5, repeat=False, shuffle=False)
+    try:
+        updater = training.updaters.StandardUpdater(train, optimizer, converter=converter,
+                                                    device=device)
+        for _ in range(3):
+            updater.update()
+        assert updater.epoch == 1
+        evaluator = extensions.Evaluator(test, model, converter=host_then_device,
+                                         device=device)
+        assert any(key.endswith("main/accuracy") for key in evaluator())
+    finally:
+        train.finalize()
