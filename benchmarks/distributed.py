@@ -68,7 +68,7 @@ def rank_run(examples: int, rounds: int) -> None:
     comm.barrier()
     comm.seconds = 0.0
     start = time.perf_counter()
-    it = ShardedIterator(CpuBound(examples, rounds), BATCH, comm, seed=0, last_batch="drop")
+    it = ShardedIterator(CpuBound(examples, rounds), BATCH, comm, seed=0, last_batch="discard")
     seen = _epoch(it)
     elapsed = time.perf_counter() - start
     figures = comm.allgather({"seen": seen, "seconds": elapsed, "collective": comm.seconds})

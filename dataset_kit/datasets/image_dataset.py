@@ -119,13 +119,23 @@ class ZippedImageDataset(DatasetMixin):
         return len(self._paths)
 
     def get_example(self, i_or_name: int | str) -> np.ndarray:
+        by_index = isinstance(i_or_name, (int, np.integer))
+        return self._decode(i_or_name, i_or_name if by_index else None)
+
+    def _decode(self, i_or_name: int | str, index: int | None) -> np.ndarray:
+        """Decode a member, named by its position or its name.
+
+        ``index`` is the example index of the dataset that asks (another one
+        for the datasets built on this one), which a decode error names
+        beside the member and the archive; None when asked by name alone.
+        """
         name = self._paths[i_or_name] if isinstance(i_or_name, (int, np.integer)) else i_or_name
         with self._lock:
             if self._zf is None or self._zf_pid != os.getpid():
                 self._zf, self._zf_pid = zipfile.ZipFile(self._zipfilename), os.getpid()
             data = self._zf.read(name)
-        return read_image(data, self._dtype, f"{name} in {self._zipfilename} (example "
-                                             f"{i_or_name})")
+        example = "" if index is None else f" (example {index})"
+        return read_image(data, self._dtype, f"{name} in {self._zipfilename}{example}")
 
 
 class MultiZippedImageDataset(DatasetMixin):
@@ -140,7 +150,7 @@ class MultiZippedImageDataset(DatasetMixin):
 
     def get_example(self, i: int) -> np.ndarray:
         which = bisect.bisect(self._ends, i) - 1
-        return self._zfs[which].get_example(i - self._ends[which])
+        return self._zfs[which]._decode(i - self._ends[which], i)
 
 
 class LabeledZippedImageDataset(DatasetMixin):
@@ -157,4 +167,4 @@ class LabeledZippedImageDataset(DatasetMixin):
 
     def get_example(self, i: int) -> tuple[np.ndarray, np.ndarray]:
         name, label = self._pairs[i]
-        return self._zipfile.get_example(name), np.array(label, dtype=self._label_dtype)
+        return self._zipfile._decode(name, i), np.array(label, dtype=self._label_dtype)

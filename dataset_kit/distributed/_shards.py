@@ -9,15 +9,21 @@ position*, is what a checkpoint records, and it means the same on any number
 of ranks.
 
 How the end of the global order is cut so that every rank gets the same
-number of batches (``policy``):
+number of batches (``policy``, in the engine's words and meanings; see
+:mod:`dataset_kit.iterators._statemachine`):
 
-* ``'pad'``: wrapped around to a multiple of ``ranks * batch_size``, so
-  every batch is full (some examples of the epoch are seen twice);
-* ``'drop'``: cut to a multiple of ``ranks * batch_size`` (up to that many
-  minus one examples are not seen that epoch);
-* ``'keep'``: wrapped to a multiple of ``ranks`` only, as PyTorch's
-  ``DistributedSampler`` does; every rank's last batch is short by the same
-  amount.
+* ``'keep'``: padded to a multiple of ``ranks`` only, as ChainerMN's
+  ``scatter_dataset`` and PyTorch's ``DistributedSampler`` do: fewer than
+  ``ranks`` examples are seen twice, and every rank's last batch may be short
+  (by the same amount on every rank);
+* ``'pad'``: padded to a multiple of ``ranks * batch_size``, so every batch is
+  full;
+* ``'discard'``: cut to a multiple of ``ranks * batch_size`` (up to that many
+  minus one examples are not seen that epoch; every batch is full).
+
+Padding repeats examples from the start of the epoch's global order, as the
+engine's ``'pad'`` does within one iterator; :func:`first_padding` says where
+it begins in a rank's share.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ import numpy as np
 
 from dataset_kit.iterators.order_samplers import ShuffleOrderSampler
 
-SHARD_POLICIES = ("pad", "drop", "keep")
+SHARD_POLICIES = ("keep", "pad", "discard")
 
 
 def global_order(seed: int, epoch: int, size: int, shuffle: bool) -> np.ndarray:
@@ -40,9 +46,18 @@ def share_length(remaining: int, ranks: int, batch_size: int, policy: str) -> in
     """Return how many examples each rank gets from ``remaining`` examples of a global order."""
     if policy == "pad":
         return -(-remaining // (ranks * batch_size)) * batch_size
-    if policy == "drop":
+    if policy == "discard":
         return remaining // (ranks * batch_size) * batch_size
     return -(-remaining // ranks)
+
+
+def first_padding(remaining: int, rank: int, ranks: int) -> int:
+    """Return the index, in rank ``rank``'s share of ``remaining`` examples, of its first padding.
+
+    The share's ``j``-th example is at offset ``rank + ranks * j`` of the
+    remaining global order; offsets from ``remaining`` on wrap around.
+    """
+    return max(0, -(-(remaining - rank) // ranks))
 
 
 def rank_share(order: np.ndarray, start: int, rank: int, ranks: int, batch_size: int,

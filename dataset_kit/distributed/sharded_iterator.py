@@ -16,8 +16,13 @@ from typing import Any, Callable
 import numpy as np
 
 from dataset_kit._checks import non_negative_int, positive_int
-from dataset_kit.distributed._shards import SHARD_POLICIES, global_order, rank_share, \
-    share_length
+from dataset_kit.distributed._shards import (
+    SHARD_POLICIES,
+    first_padding,
+    global_order,
+    rank_share,
+    share_length,
+)
 from dataset_kit.distributed.communicators import DistributedError, as_communicator
 from dataset_kit.iterators import _checkpoint
 from dataset_kit.iterators._chainer_api import ChainerIterator
@@ -27,6 +32,9 @@ from dataset_kit.iterators.order_samplers import OrderSampler, draw_seed
 
 STATE_FORMAT = "dataset_kit.sharded_iterator"
 STATE_VERSION = 1
+# Policies of earlier releases under their engine names: a state saved with
+# them still loads.
+_RENAMED_POLICIES = {"drop": "discard"}
 
 
 class _RankShareSampler(OrderSampler):
@@ -53,7 +61,9 @@ class ShardedIterator(ChainerIterator):
     Every rank computes the same global order per epoch from the seed of rank
     0 and takes every ``size``-th example of it, so the ranks together see
     each example of an epoch once (up to the padding ``last_batch`` asks
-    for) and every rank yields the same number of batches.
+    for) and every rank yields the same number of batches. Padding repeats
+    examples from the start of the epoch's global order; :attr:`last_pad`
+    counts those in the last batch.
 
     At the end of each epoch the ranks compare their positions (one small
     ``allgather``): a rank that diverged or died is then an error on the
@@ -68,9 +78,12 @@ class ShardedIterator(ChainerIterator):
         shuffle: whether each epoch's global order is shuffled.
         seed: the seed of the shuffle and of :func:`~dataset_kit.example_rng`;
             rank 0's (drawn there when None) is used by every rank.
-        last_batch: how the end of the global order is cut: ``'pad'`` (wrap
-            to full batches), ``'drop'`` (drop to full batches) or ``'keep'``
-            (wrap to a multiple of the ranks; equal short last batches).
+        last_batch: how the end of the global order is cut, in the words of
+            the other iterators: ``'keep'`` (padded to a multiple of the
+            ranks only, as ChainerMN's ``scatter_dataset`` and PyTorch's
+            ``DistributedSampler`` do; the last batch may be short),
+            ``'pad'`` (padded to full batches) or ``'discard'`` (cut to full
+            batches).
         n_processes: build batches in this many worker processes per rank.
         n_threads: build batches on this many threads per rank.
         converter: applied to each batch where it is built (e.g.
@@ -90,7 +103,7 @@ class ShardedIterator(ChainerIterator):
     """
 
     def __init__(self, dataset: Any, batch_size: int, comm: Any = None, *, repeat: bool = True,
-                 shuffle: bool = True, seed: int | None = None, last_batch: str = "pad",
+                 shuffle: bool = True, seed: int | None = None, last_batch: str = "keep",
                  n_processes: int | None = None, n_threads: int | None = None,
                  converter: Callable[[Any], Any] | None = None,
                  start_method: str | None = None,
@@ -133,7 +146,7 @@ class ShardedIterator(ChainerIterator):
             else positive_int("n_threads", n_threads) if n_threads is not None else 0,
             start_method=start_method, timeout=timeout, converter=converter)
         super().__init__(Engine(dataset, batch_size=batch_size, repeat=repeat,
-                                order_sampler=sampler, seed=seed, last_batch="keep",
+                                order_sampler=sampler, seed=seed, last_batch=last_batch,
                                 executor=executor))
         # The epoch resumed from another number of ranks: (epoch, first
         # global position, local position where its share begins).
@@ -157,6 +170,26 @@ class ShardedIterator(ChainerIterator):
                 f"{mine[0] - 1} failed ({type(error).__name__}: {error}); "
                 f"another rank has probably died") from error
         _check_agreement([{"epoch, global position": pos} for pos in everyone], "position")
+
+    @property
+    def last_pad(self) -> int:
+        """How many trailing examples of the last batch are padding.
+
+        They repeat examples from the start of the epoch's global order, so
+        that every rank has as many batches (and, with ``'pad'``, full ones)
+        as the others; a metric can leave them out.
+        """
+        engine = self._engine
+        plan, position = engine.last_plan, engine.position
+        if plan is None:
+            return 0
+        stop = engine.spec.epoch_size if position.is_new_epoch else position.current_position
+        epoch, start, offset = plan.epoch_at(0), 0, 0
+        if self._segment is not None and self._segment[0] == epoch:
+            _, start, offset = self._segment
+        first = offset + first_padding(engine.dataset_length - start, self.comm.rank,
+                                       self.comm.size)
+        return max(0, stop - max(first, stop - len(plan.indices)))
 
     def reset(self) -> None:
         """Start over from the first batch of epoch 0 (a resumed epoch is forgotten)."""
@@ -201,7 +234,7 @@ class ShardedIterator(ChainerIterator):
         The rest of the saved epoch's global order is cut among this
         iterator's ranks (``last_batch`` applies to what remains); later
         epochs are cut as usual. No example of that epoch is seen twice or
-        skipped, beyond the padding or dropping the policy asks for.
+        skipped, beyond the padding or discarding the policy asks for.
 
         Raises:
             ValueError: if ``state`` is not a sharded-iterator state, or was
@@ -215,6 +248,9 @@ class ShardedIterator(ChainerIterator):
             raise ValueError(f"state has format version {short(state.get('version'))}; this "
                              f"dataset_kit reads version {STATE_VERSION}")
         mine = self.state_dict()
+        policy = state.get("last_batch")
+        if isinstance(policy, str):
+            state = dict(state, last_batch=_RENAMED_POLICIES.get(policy, policy))
         for key in ("dataset_length", "seed", "shuffle", "repeat", "last_batch"):
             if not _checkpoint.same(state.get(key), mine[key]):
                 raise ValueError(f"state was saved with {key}={short(state.get(key))}, but this "

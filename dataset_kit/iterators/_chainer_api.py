@@ -31,6 +31,13 @@ class ChainerIterator(Iterator):
         engine: the engine that plans, builds and checkpoints the batches.
     """
 
+    #: The keys under which Chainer's iterator of the same kind keeps its
+    #: order: the one it writes, then the other one, which it also reads.
+    _ORDER_KEYS: tuple[str, str] = ("order", "_order")
+    #: Whether Chainer's iterator of the same kind writes its order key even
+    #: without an order (and then needs it to load).
+    _ORDER_KEY_WITHOUT_ORDER = False
+
     def __init__(self, engine: Engine) -> None:
         spec = engine.spec
         if spec.repeat and spec.epoch_size and not spec.yields_batches:
@@ -172,10 +179,13 @@ class ChainerIterator(Iterator):
         Like Chainer's iterators, this calls ``value = serializer(key, value)``
         for every key and takes back the returned values, so any serializer
         that follows the protocol works: Chainer's npz and HDF5 serializers,
-        dataset_kit's, a user's. The keys are Chainer's (``current_position``,
-        ``epoch``, ``is_new_epoch``, ``order`` when shuffled,
-        ``previous_epoch_detail``) plus ``dataset_kit_state``, the JSON of
-        :meth:`state_dict`.
+        dataset_kit's, a user's. The keys are those Chainer's iterator of the
+        same kind writes (``current_position``, ``epoch``, ``is_new_epoch``,
+        the order, ``previous_epoch_detail``), so the snapshot loads into it,
+        plus ``dataset_kit_state``, the JSON of :meth:`state_dict`. The order
+        is ``order`` (written when shuffled), or ``_order`` for
+        :class:`~dataset_kit.iterators.MultithreadIterator` (always written,
+        None when not shuffled), as in Chainer 7.8.1.
 
         Loading prefers ``dataset_kit_state``. Without it (a Chainer snapshot),
         or when it was saved with another kind of order sampler (which Chainer
@@ -198,11 +208,17 @@ class ChainerIterator(Iterator):
                if key != "previous_epoch_detail"}
         order = self._engine.current_order()
         got_order = None
+        written, other = self._ORDER_KEYS
         if order is not None:
             try:
-                got_order = serializer("order", order.copy())
+                got_order = serializer(written, order.copy())
             except KeyError:
-                got_order = _ask(serializer, "_order", order.copy(), missing)
+                got_order = _ask(serializer, other, order.copy(), missing)
+        elif self._ORDER_KEY_WITHOUT_ORDER:
+            try:
+                serializer(written, None)  # what is read back is no order of ours: ignored
+            except KeyError:
+                pass
         try:
             got["previous_epoch_detail"] = serializer("previous_epoch_detail",
                                                       sent["previous_epoch_detail"])

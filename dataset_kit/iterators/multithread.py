@@ -38,6 +38,11 @@ class MultithreadIterator(ChainerIterator):
         ValueError: if ``n_threads`` is not positive (and as SerialIterator).
     """
 
+    # Chainer's MultithreadIterator reads and writes its order as `_order`,
+    # always, where its other iterators write `order` when there is one.
+    _ORDER_KEYS = ("_order", "order")
+    _ORDER_KEY_WITHOUT_ORDER = True
+
     def __init__(
         self,
         dataset: Any,

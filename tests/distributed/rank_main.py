@@ -37,10 +37,12 @@ def _ids(batch) -> list[int]:
     return [int(example[0]) for example in batch]
 
 
-def _rest_of_epoch(it) -> list[list[int]]:
+def _rest_of_epoch(it, pads: list | None = None) -> list[list[int]]:
     batches = []
     while True:
         batches.append(_ids(next(it)))
+        if pads is not None:
+            pads.append(it.last_pad)
         if it.is_new_epoch:
             return batches
 
@@ -53,8 +55,10 @@ def _iterator(comm, options: dict) -> ShardedIterator:
         workers = {"n_threads": 2}
     elif options.get("workers") == "processes":
         workers = {"n_processes": 2}
+    if "policy" in options:  # else the iterator's default
+        workers["last_batch"] = options["policy"]
     return ShardedIterator(ds, int(options["batch"]), comm, seed=int(options.get("seed", 7)),
-                           last_batch=options.get("policy", "pad"), **workers)
+                           **workers)
 
 
 def _rank(comm) -> int:
@@ -99,7 +103,8 @@ def main(engine: str, scenario: str, out: str, options: dict) -> None:
         report["state"] = it.state_dict()
     elif scenario == "resume":
         it.load_state_dict(json.loads(Path(options["state"]).read_text()))
-        report["rest"] = _rest_of_epoch(it)
+        report["pads"] = []
+        report["rest"] = _rest_of_epoch(it, report["pads"])
         report["next"] = _rest_of_epoch(it)
     elif scenario == "kill":
         try:

@@ -85,7 +85,7 @@ def _interleave(per_rank: list[list[list[int]]]) -> list[int]:
 @pytest.mark.parametrize("ranks", [2, 3])
 def test_every_example_once_per_epoch_with_equal_batch_counts(engine, ranks, tmp_path):
     out = tmp_path / "out.json"
-    assert launch(engine, ranks, "epochs", out, n=60, batch=4, policy="drop") == 0
+    assert launch(engine, ranks, "epochs", out, n=60, batch=4, policy="discard") == 0
     per_rank = _gathered(out)
     for epoch in range(2):
         batches = [report["epochs"][epoch] for report in per_rank]
@@ -106,28 +106,35 @@ def test_workers_per_rank_do_not_change_the_batches(engine, workers, tmp_path):
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize("before,after", [(2, 3), (3, 2)])
-def test_elastic_resume_equals_the_uninterrupted_run(engine, before, after, tmp_path):
+@pytest.mark.parametrize("before,after,policy", [(2, 3, "keep"), (3, 2, "keep"),
+                                                 (3, 2, "pad")])
+def test_elastic_resume_equals_the_uninterrupted_run(engine, before, after, policy, tmp_path):
     n, batch = 61, 2
     saved, resumed, whole = tmp_path / "saved.json", tmp_path / "resumed.json", \
         tmp_path / "whole.json"
-    assert launch(engine, before, "save", saved, n=n, batch=batch, steps=5) == 0
+    assert launch(engine, before, "save", saved, n=n, batch=batch, steps=5, policy=policy) == 0
     first = _gathered(saved)
     states = [report["state"] for report in first]
     assert all(state == states[0] for state in states)
     state_file = tmp_path / "state.json"
     state_file.write_text(json.dumps(states[0]))
-    assert launch(engine, after, "resume", resumed, n=n, batch=batch, state=state_file) == 0
-    assert launch(engine, after, "epochs", whole, n=n, batch=batch, epochs=2) == 0
+    assert launch(engine, after, "resume", resumed, n=n, batch=batch, state=state_file,
+                  policy=policy) == 0
+    assert launch(engine, after, "epochs", whole, n=n, batch=batch, epochs=2,
+                  policy=policy) == 0
 
     start = states[0]["global_position"]
     assert start == 5 * batch * before
     order = global_order(7, 0, n, True).tolist()
     assert sorted(_interleave([r["seen"] for r in first])) == sorted(order[:start])
     rest = _interleave([r["rest"] for r in _gathered(resumed)])
-    # The uninterrupted run's remaining examples, in the same global order, then padding.
+    # The uninterrupted run's remaining examples, in the same global order, then padding:
+    # to full batches ('pad') or only to a multiple of the ranks ('keep').
     assert rest[:n - start] == order[start:]
-    assert len(rest) % (after * batch) == 0 and len(rest) - (n - start) < after * batch
+    width = after * batch if policy == "pad" else after
+    padding = len(rest) - (n - start)
+    assert len(rest) % width == 0 and padding < width
+    assert sum(sum(r["pads"]) for r in _gathered(resumed)) == padding
     assert sorted(order[:start] + rest[:n - start]) == list(range(n))
     # The next epoch is the ordinary one on `after` ranks.
     assert [r["next"] for r in _gathered(resumed)] == [r["epochs"][1] for r in _gathered(whole)]

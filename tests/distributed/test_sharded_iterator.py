@@ -15,20 +15,32 @@ from dataset_kit.distributed._shards import global_order
 from dataset_kit.iterators import SerialIterator
 from tests.distributed.thread_ranks import run_ranks, unwrap
 
-POLICIES = ("pad", "drop", "keep")
+POLICIES = ("keep", "pad", "discard")
 
 
 def _ids(batch) -> list[int]:
     return [int(example[0]) for example in batch]
 
 
-def _epoch(it) -> list[list[int]]:
-    """The rest of the current epoch, batch by batch."""
+def _epoch(it, pads: list | None = None) -> list[list[int]]:
+    """The rest of the current epoch, batch by batch (and each batch's last_pad into pads)."""
     batches = []
     while True:
         batches.append(_ids(next(it)))
+        if pads is not None:
+            pads.append(it.last_pad)
         if it.is_new_epoch:
             return batches
+
+
+def _padding(batches: list[list[int]], rank: int, ranks: int, rest: int) -> list[int]:
+    """How many trailing examples of each batch of a rank come from past the end of the
+    ``rest`` examples that remained of the global order (the wrapped ones)."""
+    pads, j = [], 0
+    for batch in batches:
+        pads.append(sum(1 for k in range(j, j + len(batch)) if k * ranks + rank >= rest))
+        j += len(batch)
+    return pads
 
 
 def _interleave(per_rank: list[list[list[int]]]) -> list[int]:
@@ -41,7 +53,7 @@ def _expected(order: np.ndarray, start: int, ranks: int, batch: int, policy: str
     rest = len(order) - start
     if policy == "pad":
         length = -(-rest // (ranks * batch)) * ranks * batch
-    elif policy == "drop":
+    elif policy == "discard":
         length = rest // (ranks * batch) * ranks * batch
     else:
         length = -(-rest // ranks) * ranks
@@ -53,7 +65,7 @@ def _expected(order: np.ndarray, start: int, ranks: int, batch: int, policy: str
        policy=st.sampled_from(POLICIES), shuffle=st.booleans(), seed=st.integers(0, 2**31))
 def test_an_epoch_is_the_global_order_cut_evenly(n, ranks, batch, policy, shuffle, seed):
     ds = TupleDataset(np.arange(n))
-    if policy == "drop" and n < ranks * batch:
+    if policy == "discard" and n < ranks * batch:
         with pytest.raises(ValueError, match="no batch"):
             unwrap(run_ranks(ranks, lambda comm: ShardedIterator(
                 ds, batch, comm, shuffle=shuffle, seed=seed, last_batch=policy)))
@@ -61,16 +73,23 @@ def test_an_epoch_is_the_global_order_cut_evenly(n, ranks, batch, policy, shuffl
 
     def body(comm):
         it = ShardedIterator(ds, batch, comm, shuffle=shuffle, seed=seed, last_batch=policy)
-        return [_epoch(it), _epoch(it)]
+        assert it.last_batch == policy
+        pads: list = [[], []]
+        return [_epoch(it, pads[0]), _epoch(it, pads[1])], pads
 
     per_rank = unwrap(run_ranks(ranks, body))
     for epoch in range(2):
-        batches = [epochs[epoch] for epochs in per_rank]
+        batches = [epochs[epoch] for epochs, _ in per_rank]
         assert len({len(b) for b in batches}) == 1  # the same number of batches everywhere
         if policy != "keep":
             assert all(len(b) == batch for bs in batches for b in bs)
         order = global_order(seed, epoch, n, shuffle)
-        assert _interleave(batches) == _expected(order, 0, ranks, batch, policy)
+        seen = _interleave(batches)
+        assert seen == _expected(order, 0, ranks, batch, policy)
+        if policy == "keep":  # padded to a multiple of the ranks, no further
+            assert len(seen) - n == -n % ranks
+        for rank, (_, pads) in enumerate(per_rank):
+            assert pads[epoch] == _padding(batches[rank], rank, ranks, n)
 
 
 @settings(max_examples=40, deadline=None)
@@ -82,7 +101,7 @@ def test_elastic_resume_continues_the_global_order(n, before, after, batch, poli
     ds = TupleDataset(np.arange(n))
     per_epoch = len(_expected(np.arange(n), 0, before, batch, policy)) // before
     steps = min(consumed, -(-per_epoch // batch) - 1)
-    if per_epoch == 0 or (policy == "drop" and n < after * batch) or steps < 1:
+    if per_epoch == 0 or (policy == "discard" and n < after * batch) or steps < 1:
         return
 
     def first(comm):
@@ -100,16 +119,19 @@ def test_elastic_resume_continues_the_global_order(n, before, after, batch, poli
     def second(comm):
         it = ShardedIterator(ds, batch, comm, seed=seed, last_batch=policy)
         it.load_state_dict(states[0])
-        rest = _epoch(it) if it.epoch == 0 else []
-        return rest, _epoch(it)
+        pads: list = []
+        rest = _epoch(it, pads) if it.epoch == 0 else []
+        return rest, _epoch(it), pads
 
     resumed = unwrap(run_ranks(after, second))
-    assert len({len(rest) for rest, _ in resumed}) == 1
-    rest = _interleave([r for r, _ in resumed])
+    assert len({len(rest) for rest, _, _ in resumed}) == 1
+    rest = _interleave([r for r, _, _ in resumed])
     assert rest == _expected(order, start, after, batch, policy)
-    if policy != "drop":  # every example of the epoch seen, none twice before the padding
+    if policy != "discard":  # every example of the epoch seen, none twice before the padding
         assert sorted(order[:start].tolist() + rest[:n - start]) == list(range(n))
-    following = _interleave([e for _, e in resumed])
+    for rank, (mine, _, pads) in enumerate(resumed):
+        assert pads == _padding(mine, rank, after, n - start)
+    following = _interleave([e for _, e, _ in resumed])
     assert following == _expected(global_order(seed, 1, n, True), 0, after, batch, policy)
 
 
@@ -165,7 +187,7 @@ def test_rank_zero_seed_is_shared():
 
 
 @pytest.mark.parametrize("key,value", [("dataset_length", 11), ("seed", 4), ("shuffle", False),
-                                       ("last_batch", "drop"), ("repeat", False)])
+                                       ("last_batch", "discard"), ("repeat", False)])
 def test_a_state_of_other_data_or_seed_is_refused(key, value):
     it = ShardedIterator(TupleDataset(np.arange(10)), 2, seed=3)
     state = dict(it.state_dict(), **{key: value})
@@ -189,6 +211,7 @@ def test_an_invalid_position_is_refused():
 @pytest.mark.parametrize("kwargs,error,match", [
     ({"batch_size": 0}, ValueError, "batch_size"),
     ({"last_batch": "rollover"}, ValueError, "last_batch"),
+    ({"last_batch": "drop"}, ValueError, "last_batch"),
     ({"seed": -1}, ValueError, "seed"),
     ({"n_processes": 2, "n_threads": 2}, ValueError, "n_processes or n_threads"),
     ({"converter": 3}, TypeError, "converter"),
@@ -223,3 +246,39 @@ def test_reset_forgets_a_resumed_epoch():
     it.reset()
     assert it.state_dict()["global_position"] == 0
     assert _ids(next(it)) == _ids(next(ShardedIterator(ds, 2, seed=2)))
+
+
+def test_an_evaluation_epoch_on_one_rank_sees_each_example_once():
+    ds = TupleDataset(np.arange(10))
+    it = ShardedIterator(ds, 3, repeat=False, shuffle=False)
+    assert [_ids(b) for b in it] == [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9]]
+    assert it.last_batch == "keep" and it.last_pad == 0
+
+
+def test_the_default_pads_only_to_a_multiple_of_the_ranks():
+    def body(comm):
+        it = ShardedIterator(TupleDataset(np.arange(10)), 3, comm, repeat=False, shuffle=False)
+        return [(_ids(b), it.last_pad) for b in it]
+
+    per_rank = unwrap(run_ranks(4, body))
+    # 10 examples on 4 ranks: 12 places, the last two repeat examples 0 and 1.
+    assert per_rank == [[([0, 4, 8], 0)], [([1, 5, 9], 0)], [([2, 6, 0], 1)],
+                        [([3, 7, 1], 1)]]
+
+
+def test_pad_fills_the_last_batch_and_counts_the_padding():
+    it = ShardedIterator(TupleDataset(np.arange(10)), 3, repeat=False, shuffle=False,
+                         last_batch="pad")
+    assert it.last_batch == "pad"
+    assert [(_ids(b), it.last_pad) for b in it] == [
+        ([0, 1, 2], 0), ([3, 4, 5], 0), ([6, 7, 8], 0), ([9, 0, 1], 2)]
+
+
+def test_a_state_of_the_former_drop_policy_loads_as_discard():
+    ds = TupleDataset(np.arange(12))
+    it = ShardedIterator(ds, 2, seed=2, last_batch="discard")
+    next(it)
+    state = dict(it.state_dict(), last_batch="drop")
+    other = ShardedIterator(ds, 2, seed=2, last_batch="discard")
+    other.load_state_dict(state)
+    assert _ids(next(other)) == _ids(next(it))
