@@ -135,8 +135,8 @@ def _data_shape(data_shape: Any) -> tuple:
         raise mxnet_error(f"Invalid Parameter format for data_shape expect a 3-D shape of "
                           f"non-zero (channels, height, width) but value='{data_shape}'")
     if shape[0] not in (1, 3, 4):
-        raise mxnet_error(f"Invalid output shape ({','.join(map(str, shape))}): the channels "
-                          f"must be 1, 3 or 4")
+        raise mxnet_error(f"Invalid output shape ({','.join(map(str, shape))}): "
+                          f"data_shape's channels must be 1, 3 or 4")
     return shape
 
 

@@ -108,7 +108,8 @@ def test_image_record_dataset_refuses_a_bomb_naming_the_record(tmp_path, jpeg_de
         writer.write_idx(1, pack(IRHeader(0, 2.0, 42, 0), jpeg_claiming(20000, 20000)))
     dataset = ImageRecordDataset(rec)
     assert dataset[0][0].shape == (8, 8, 3)
-    with pytest.raises(Image.DecompressionBombError, match=r"record \(id 42\)"):
+    with pytest.raises(Image.DecompressionBombError,
+                       match=r"bomb\.rec, example 1 \(key 1, offset \d+\) \(id 42\)"):
         dataset[1]
 
 
