@@ -104,6 +104,9 @@ class ShardFile:
         blob = self._map[start:end]
         if self._decompressor is not None:
             blob = self._decompressor.decompress(blob)
+        if len(blob) < 4 * self.columns:
+            raise ShardFormatError(f"shard {self.path}: sample {offset} at offset {start} has "
+                                   f"{len(blob)} bytes, too few for its column lengths")
         lengths = struct.unpack_from(f"<{self.columns}I", blob, 0)
         out, pos = [], 4 * self.columns
         for length in lengths:
