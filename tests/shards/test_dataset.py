@@ -198,3 +198,36 @@ def test_resuming_after_the_manifest_changed_is_refused_naming_the_change(tmp_pa
                                          r"-> \d+"):
         fresh.load_state_dict(state)
     assert fresh.state_dict() == before
+
+
+def test_ranks_resume_two_to_three_with_nothing_repeated_or_skipped(tmp_path, s3):
+    import json
+
+    from dataset_kit.distributed import ShardedIterator
+    from tests.distributed.thread_ranks import run_ranks, unwrap
+
+    write("s3://data/set", n=60, shard_size=700, storage_options=s3)
+
+    def dataset():
+        return StreamingDataset("s3://data/set", local=tmp_path / "cache", storage_options=s3)
+
+    def first(comm):
+        it = ShardedIterator(dataset(), 5, comm, seed=5)
+        seen = [int(b["y"]) for _ in range(3) for b in next(it)]
+        return seen, json.loads(json.dumps(it.state_dict()))
+
+    before = unwrap(run_ranks(2, first))
+    state = before[0][1]
+    assert state["global_position"] == 30
+
+    def second(comm):
+        it = ShardedIterator(dataset(), 5, comm, seed=5)
+        it.load_state_dict(state)
+        seen = []
+        while it.epoch == 0:
+            seen += [int(b["y"]) for b in next(it)]
+        return seen
+
+    after = unwrap(run_ranks(3, second))
+    seen = [y for part, _ in before for y in part] + [y for part in after for y in part]
+    assert sorted(seen) == list(range(60))
