@@ -65,6 +65,14 @@ class ShardCache:
         """The local path of shard number ``shard``."""
         return os.path.join(self.directory, self.manifest.shards[shard].name)
 
+    def fetch(self, shard: int) -> None:
+        """Make sure shard ``shard`` is in the cache (downloading it once per node)."""
+        path = self.path(shard)
+        if not os.path.exists(path):
+            with _files.lock_for(path):
+                if not os.path.exists(path):
+                    self._fetch(shard)
+
     def open(self, shard: int) -> _layout.ShardFile:
         """Return shard ``shard`` opened and marked in use, downloading it if needed.
 
@@ -77,10 +85,7 @@ class ShardCache:
         path = self.path(shard)
         compressed = self.manifest.compression is not None
         while True:
-            if not os.path.exists(path):
-                with _files.lock_for(path):
-                    if not os.path.exists(path):
-                        self._fetch(shard)
+            self.fetch(shard)
             try:
                 opened = _layout.ShardFile(path, info.samples, len(self.manifest.columns),
                                            compressed)

@@ -5,9 +5,14 @@ from __future__ import annotations
 import bisect
 import hashlib
 import os
+import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
+from dataset_kit import _example_context
 from dataset_kit._checks import non_negative_int, positive_int
 from dataset_kit.dataset import DatasetMixin
 from dataset_kit.download import get_dataset_directory
@@ -40,6 +45,8 @@ class StreamingDataset(DatasetMixin):
             byte reached) before :class:`ShardDownloadError`.
         chunk_size: bytes per ranged read.
         open_shards: shards this process keeps open between calls.
+        download_threads: shards of one batch downloaded at once (when they
+            all fit the cache).
         decode_images: decode ``jpeg``/``png`` columns to CHW uint8 arrays
             (False: return the encoded bytes).
 
@@ -52,7 +59,8 @@ class StreamingDataset(DatasetMixin):
     def __init__(self, remote: str | os.PathLike, local: str | os.PathLike | None = None,
                  cache_limit: int | None = None, storage_options: dict | None = None, *,
                  timeout: float = 60.0, retries: int = 5, chunk_size: int = 8 << 20,
-                 open_shards: int = 2, decode_images: bool = True) -> None:
+                 open_shards: int = 2, download_threads: int = 4,
+                 decode_images: bool = True) -> None:
         remote = os.fspath(remote)
         if _remote.is_local(remote):
             remote = os.path.abspath(remote)
@@ -83,6 +91,7 @@ class StreamingDataset(DatasetMixin):
                         else bytes for name, enc in self._columns}
         self._starts = self.manifest.starts.tolist()
         self._open_limit = positive_int("open_shards", open_shards)
+        self._threads = positive_int("download_threads", download_threads)
         self._open: OrderedDict[int, _layout.ShardFile] = OrderedDict()
         self._pid = os.getpid()
 
@@ -98,6 +107,40 @@ class StreamingDataset(DatasetMixin):
         shard, offset = self.locate(i)
         fields = self._shard(shard).fields(offset)
         return {name: self._decode[name](data) for (name, _), data in zip(self._columns, fields)}
+
+    def get_examples(self, indices: np.ndarray) -> Sequence[Any]:
+        """Return the examples at ``indices``; the shards they need are downloaded in parallel."""
+        shards = np.unique(np.searchsorted(self._starts, indices, side="right") - 1)
+        self._download([int(s) for s in shards])
+        return _example_context.map_examples(self.get_example, indices.tolist())
+
+    def _download(self, shards: list[int]) -> None:
+        """Fetch the missing ``shards`` on up to ``download_threads`` threads, if they fit."""
+        missing = [s for s in shards if not os.path.exists(self._cache.path(s))]
+        if len(missing) < 2 or self._threads < 2:
+            return  # get_example fetches a single shard itself
+        need = sum(self.manifest.shards[s].bytes for s in missing)
+        limit = self._cache.cache_limit
+        if limit is not None and self._cache.usage() + need > limit:
+            return  # one at a time, so eviction can follow the reads
+        errors: list[BaseException] = []
+
+        def work(part: list[int]) -> None:
+            try:
+                for shard in part:
+                    self._cache.fetch(shard)
+            except BaseException as error:  # noqa: BLE001 - raised below in this thread
+                errors.append(error)
+
+        threads = [threading.Thread(target=work, args=(missing[i::self._threads],),
+                                    daemon=True) for i in range(min(self._threads,
+                                                                    len(missing)))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()  # each ranged read has its own timeout: this cannot hang
+        if errors:
+            raise errors[0]
 
     def _shard(self, shard: int) -> _layout.ShardFile:
         if self._pid != os.getpid():
