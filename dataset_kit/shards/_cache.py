@@ -155,6 +155,7 @@ class ShardCache:
         """Evict least-recently-used shards not in use until ``need`` more bytes fit."""
         if self.cache_limit is None:
             return
+        self._remove_dead_downloads()
         usage = self.usage()
         if usage + need <= self.cache_limit:
             return
@@ -172,6 +173,16 @@ class ShardCache:
                 errno.ENOSPC, f"the cache {self.directory} (cache_limit {self.cache_limit} "
                 f"bytes) cannot hold shard {name} ({need} bytes): {usage} bytes are taken by "
                 f"shards in use or being downloaded")
+
+
+    def _remove_dead_downloads(self) -> None:
+        """Remove the staging files of downloads whose process died (they count as usage)."""
+        for name in os.listdir(self.directory):
+            if name.startswith(".") and name.endswith(_files.PART_SUFFIX):
+                base = name[1:-len(_files.PART_SUFFIX)].rsplit(".", 1)[0]
+                if base in self.names:
+                    _files.remove_stale_parts(os.path.join(self.directory, base),
+                                              under_lock=False)
 
 
 def _evict(path: str) -> int:

@@ -231,3 +231,20 @@ def test_ranks_resume_two_to_three_with_nothing_repeated_or_skipped(tmp_path, s3
     after = unwrap(run_ranks(3, second))
     seen = [y for part, _ in before for y in part] + [y for part in after for y in part]
     assert sorted(seen) == list(range(60))
+
+
+def test_a_killed_download_does_not_count_against_the_limit(tmp_path):
+    import subprocess
+    import sys
+
+    manifest = write(tmp_path / "set", n=100, shard_size=1000)
+    limit = max(s.bytes for s in manifest.shards)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    # What a download killed mid-way leaves: its staging folder, named with its pid.
+    staging = tmp_path / "cache" / f".{manifest.shards[3].name}.{dead.pid}-00000000.part"
+    staging.mkdir(parents=True)
+    (staging / manifest.shards[3].name).write_bytes(b"\0" * limit)
+    ds = StreamingDataset(tmp_path / "set", local=tmp_path / "cache", cache_limit=limit)
+    check(ds[0], 0)
+    assert not staging.exists()
