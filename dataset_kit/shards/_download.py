@@ -19,7 +19,7 @@ class ShardDownloadError(OSError):
 
 
 class ShardTimeoutError(ShardDownloadError, TimeoutError):
-    """A shard download made no progress for ``timeout`` seconds."""
+    """A ranged read of a shard did not finish within ``timeout`` seconds."""
 
 
 def _ranged_read(fs: Any, path: str, start: int, end: int, timeout: float) -> bytes | None:
@@ -58,7 +58,7 @@ def download(fs: Any, path: str, url: str, size: int, out: BinaryIO, *, timeout:
         chunk_size: bytes per ranged read.
 
     Raises:
-        ShardTimeoutError: if a range stalled for ``timeout`` seconds.
+        ShardTimeoutError: if a ranged read did not finish within ``timeout`` seconds.
         ShardDownloadError: if ``retries`` consecutive ranges failed, or the
             store has fewer bytes than the manifest says.
     """
@@ -78,8 +78,9 @@ def download(fs: Any, path: str, url: str, size: int, out: BinaryIO, *, timeout:
             time.sleep(min(2.0, 0.05 * 2 ** failures))
             continue
         if data is None:
-            raise ShardTimeoutError(f"downloading shard {url} stalled: no data for {timeout} s "
-                                    f"at byte {received} of {size}")
+            raise ShardTimeoutError(f"downloading shard {url} stalled: reading bytes "
+                                    f"{received}-{end} of {size} did not finish within "
+                                    f"{timeout} s")
         if not data:
             raise ShardDownloadError(f"shard {url} ended at byte {received}, but its manifest "
                                      f"says {size} bytes")

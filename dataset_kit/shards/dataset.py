@@ -39,7 +39,7 @@ class StreamingDataset(DatasetMixin):
         cache_limit: bytes the cache may hold (least-recently-used shards not
             in use are evicted), or None for no limit.
         storage_options: passed to fsspec (credentials, endpoint, ...).
-        timeout: seconds a ranged read of a shard may stall before
+        timeout: seconds one ranged read (``chunk_size`` bytes) may take before
             :class:`ShardTimeoutError`.
         retries: consecutive failed ranged reads retried (resuming at the
             byte reached) before :class:`ShardDownloadError`.
