@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from dataset_kit import download
+from dataset_kit.shards import _cli as shards_cli
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -40,6 +41,7 @@ def _parser() -> argparse.ArgumentParser:
     im2rec.add_argument("--pass-through", action="store_true", help="store the original bytes")
     im2rec.add_argument("--color", type=int, choices=[-1, 0, 1], default=1)
     im2rec.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    shards_cli.add_parser(commands)
     return parser
 
 
@@ -85,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
             print(download.get_dataset_root())
         elif args.command == "im2rec":
             return _im2rec(args)
+        elif args.command == "shards":
+            return shards_cli.run(args)
         else:
             print(download.cached_download(
                 args.url, sha256=args.sha256, progress=False if args.no_progress else None))

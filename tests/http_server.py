@@ -55,9 +55,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         header = self.headers.get("Range")
         if route.ranges and header and header.startswith("bytes="):
             route.range_requests += 1
-            start = int(header[6:].split("-")[0])
+            first, _, last = header[6:].partition("-")
+            start = int(first)
+            if last:  # an end too: answer just that range
+                body = body[:int(last) + 1]
             self.send_response(206)
-            self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
+            self.send_header("Content-Range",
+                             f"bytes {start}-{len(body) - 1}/{len(route.body)}")
         else:
             self.send_response(200)
         self.send_header("Content-Length", str(len(body) - start))

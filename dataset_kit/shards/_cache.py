@@ -1,0 +1,201 @@
+"""The local shard cache that all processes of a node share: one download per shard, bounded.
+
+* A shard is downloaded under its own lock (:func:`dataset_kit._files.lock_for`),
+  into a temporary file that is published with an atomic rename after its
+  sha256 matched the manifest: a cached shard is always whole and verified.
+* Room is made under one cache-wide lock: least-recently-used shards (by
+  modification time, touched on every open) are deleted until the new shard
+  fits ``cache_limit``; the new shard's bytes are then reserved on disk
+  (``posix_fallocate``) before it is downloaded, so concurrent downloads count
+  and a full disk fails at once, before any transfer.
+* A shard in use is held open with a shared ``flock``; eviction takes an
+  exclusive non-blocking ``flock`` first, so it never deletes an open shard.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+from typing import Any
+
+from dataset_kit import _files
+from dataset_kit.download import _sha256_of
+from dataset_kit.shards import _download, _layout
+from dataset_kit.shards.manifest import Manifest
+
+
+class ShardIntegrityError(ValueError):
+    """A shard failed its sha256 twice (names the shard, its URL and both hashes)."""
+
+
+class CacheFullError(OSError):
+    """The cache cannot hold a shard: ``cache_limit`` is taken by shards in use, or the disk is full."""
+
+
+class _Mismatch(Exception):
+    def __init__(self, digest: str) -> None:
+        super().__init__(digest)
+        self.digest = digest
+
+
+class ShardCache:
+    """Shards of one manifest, fetched on demand into ``directory``.
+
+    Args:
+        directory: the cache folder (shared by every process of the node).
+        fs: the fsspec filesystem of the remote.
+        root: the remote folder's path inside ``fs``.
+        url: the remote folder's URL, for errors.
+        manifest: the shards' manifest.
+        cache_limit: bytes the folder may hold, or None for no limit.
+        timeout, retries, chunk_size: see :func:`._download.download`.
+    """
+
+    def __init__(self, directory: str, fs: Any, root: str, url: str, manifest: Manifest,
+                 cache_limit: int | None, timeout: float, retries: int, chunk_size: int) -> None:
+        self.directory, self.fs, self.root, self.url = directory, fs, root, url
+        self.manifest, self.cache_limit = manifest, cache_limit
+        self.options = {"timeout": timeout, "retries": retries, "chunk_size": chunk_size}
+        self.names = {s.name for s in manifest.shards}
+        os.makedirs(directory, exist_ok=True)
+
+    def path(self, shard: int) -> str:
+        """The local path of shard number ``shard``."""
+        return os.path.join(self.directory, self.manifest.shards[shard].name)
+
+    def fetch(self, shard: int) -> None:
+        """Make sure shard ``shard`` is in the cache (downloading it once per node)."""
+        path = self.path(shard)
+        if not os.path.exists(path):
+            with _files.lock_for(path):
+                if not os.path.exists(path):
+                    self._fetch(shard)
+
+    def open(self, shard: int) -> _layout.ShardFile:
+        """Return shard ``shard`` opened and marked in use, downloading it if needed.
+
+        Raises:
+            ShardIntegrityError: if the shard failed its sha256 twice.
+            CacheFullError: if there is no room for it.
+            ShardDownloadError: if it cannot be downloaded (or a stall timed out).
+        """
+        info = self.manifest.shards[shard]
+        path = self.path(shard)
+        compressed = self.manifest.compression is not None
+        while True:
+            self.fetch(shard)
+            try:
+                opened = _layout.ShardFile(path, info.samples, len(self.manifest.columns),
+                                           compressed)
+            except FileNotFoundError:
+                continue  # evicted between the check and the open
+            fcntl.flock(opened.fileno(), fcntl.LOCK_SH)
+            try:
+                same = os.stat(path).st_ino == os.fstat(opened.fileno()).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                with contextlib.suppress(OSError):
+                    os.utime(path)  # most recently used
+                return opened
+            opened.close()  # evicted while we waited for the lock: fetch again
+
+    def _fetch(self, shard: int) -> None:
+        info = self.manifest.shards[shard]
+        path, url = self.path(shard), f"{self.url.rstrip('/')}/{info.name}"
+        _files.remove_stale_parts(path)
+        digests = []
+        for _ in range(2):
+            try:
+                self._download_verified(shard, path, url)
+                return
+            except _Mismatch as mismatch:
+                digests.append(mismatch.digest)
+        raise ShardIntegrityError(
+            f"shard {info.name} from {url} failed its sha256 twice: the manifest says "
+            f"{info.sha256}, the downloads hashed to {digests[0]} and {digests[1]}; it was "
+            f"not cached")
+
+    def _download_verified(self, shard: int, path: str, url: str) -> None:
+        info = self.manifest.shards[shard]
+        try:
+            with _files.atomic_write(path) as temp:
+                with open(temp, "wb") as out:
+                    with _files.lock_for(os.path.join(self.directory, ".room")):
+                        self._make_room(info.bytes, info.name)
+                        if info.bytes and hasattr(os, "posix_fallocate"):
+                            os.posix_fallocate(out.fileno(), 0, info.bytes)
+                    _download.download(self.fs, f"{self.root.rstrip('/')}/{info.name}", url,
+                                       info.bytes, out, **self.options)
+                    out.truncate(info.bytes)
+                digest = _sha256_of(temp)
+                if digest != info.sha256:
+                    raise _Mismatch(digest)
+        except CacheFullError:
+            raise
+        except OSError as error:
+            if error.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise CacheFullError(
+                    error.errno, f"no space left in the cache {self.directory} for shard "
+                    f"{info.name} ({info.bytes} bytes); nothing of it was kept") from None
+            raise
+
+    def usage(self) -> int:
+        """Bytes in the cache folder, downloads in progress included."""
+        total = 0
+        for base, _, files in os.walk(self.directory):
+            for name in files:
+                with contextlib.suppress(FileNotFoundError):
+                    total += os.stat(os.path.join(base, name)).st_size
+        return total
+
+    def _make_room(self, need: int, name: str) -> None:
+        """Evict least-recently-used shards not in use until ``need`` more bytes fit."""
+        if self.cache_limit is None:
+            return
+        self._remove_dead_downloads()
+        usage = self.usage()
+        if usage + need <= self.cache_limit:
+            return
+        cached = []
+        for entry in os.scandir(self.directory):
+            if entry.name in self.names and entry.is_file():
+                with contextlib.suppress(FileNotFoundError):
+                    cached.append((entry.stat().st_mtime_ns, entry.path))
+        for _, victim in sorted(cached):
+            if usage + need <= self.cache_limit:
+                break
+            usage -= _evict(victim)
+        if usage + need > self.cache_limit:
+            raise CacheFullError(
+                errno.ENOSPC, f"the cache {self.directory} (cache_limit {self.cache_limit} "
+                f"bytes) cannot hold shard {name} ({need} bytes): {usage} bytes are taken by "
+                f"shards in use or being downloaded")
+
+
+    def _remove_dead_downloads(self) -> None:
+        """Remove the staging files of downloads whose process died (they count as usage)."""
+        for name in os.listdir(self.directory):
+            if name.startswith(".") and name.endswith(_files.PART_SUFFIX):
+                base = name[1:-len(_files.PART_SUFFIX)].rsplit(".", 1)[0]
+                if base in self.names:
+                    _files.remove_stale_parts(os.path.join(self.directory, base),
+                                              under_lock=False)
+
+
+def _evict(path: str) -> int:
+    """Delete ``path`` unless a process holds it open; return the bytes freed."""
+    try:
+        with open(path, "rb") as f:
+            try:
+                fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return 0  # in use
+            size = os.fstat(f.fileno()).st_size
+            os.unlink(path)
+            return size
+    except FileNotFoundError:
+        return 0
+

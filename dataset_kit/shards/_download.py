@@ -1,0 +1,89 @@
+"""One shard from a remote store into a local file: ranged reads, resumed, with a stall timeout.
+
+Any fsspec filesystem answers ``cat_file(path, start, end)``, so a shard is
+read in ranges: a connection cut mid-shard costs one retried range, not the
+whole shard. Each range runs on a daemon thread that the caller waits on with
+a timeout, so a stalled store becomes an error naming the shard, never a hang
+(and never blocks interpreter exit).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, BinaryIO
+
+
+class ShardDownloadError(OSError):
+    """A shard could not be downloaded (names the shard, its URL and the cause)."""
+
+
+class ShardTimeoutError(ShardDownloadError, TimeoutError):
+    """A ranged read of a shard did not finish within ``timeout`` seconds."""
+
+
+def _ranged_read(fs: Any, path: str, start: int, end: int, timeout: float) -> bytes | None:
+    """Return bytes ``[start, end)`` of ``path``, or None if none came within ``timeout``."""
+    result: dict[str, Any] = {}
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            result["data"] = fs.cat_file(path, start=start, end=end)
+        except BaseException as error:  # noqa: BLE001 - handed to the waiting thread
+            result["error"] = error
+        done.set()
+
+    threading.Thread(target=run, daemon=True, name=f"shard-read {path}").start()
+    if not done.wait(timeout):
+        return None
+    if "error" in result:
+        raise result["error"]
+    # A server may answer a range with more than was asked (the rest of the file).
+    return result["data"][:end - start]
+
+
+def download(fs: Any, path: str, url: str, size: int, out: BinaryIO, *, timeout: float,
+             retries: int, chunk_size: int) -> None:
+    """Write the ``size`` bytes of ``path`` into ``out``.
+
+    Args:
+        fs: the fsspec filesystem.
+        path: the shard's path inside ``fs``.
+        url: the shard's URL, for errors.
+        size: its size in bytes (from the manifest).
+        out: the file to write, positioned at 0.
+        timeout: seconds a range may take before the download is given up.
+        retries: consecutive failed ranges tolerated (with backoff) before giving up.
+        chunk_size: bytes per ranged read.
+
+    Raises:
+        ShardTimeoutError: if a ranged read did not finish within ``timeout`` seconds.
+        ShardDownloadError: if ``retries`` consecutive ranges failed, or the
+            store has fewer bytes than the manifest says.
+    """
+    received, failures = 0, 0
+    while received < size:
+        end = min(size, received + chunk_size)
+        try:
+            data = _ranged_read(fs, path, received, end, timeout)
+        except FileNotFoundError as error:
+            raise ShardDownloadError(f"shard {url} does not exist in the store: {error}") from None
+        except Exception as error:  # noqa: BLE001 - fsspec backends raise their own types
+            failures += 1
+            if failures > retries:
+                raise ShardDownloadError(
+                    f"downloading shard {url} failed {failures} times in a row at byte "
+                    f"{received} of {size}: {type(error).__name__}: {error}") from error
+            time.sleep(min(2.0, 0.05 * 2 ** failures))
+            continue
+        if data is None:
+            raise ShardTimeoutError(f"downloading shard {url} stalled: reading bytes "
+                                    f"{received}-{end} of {size} did not finish within "
+                                    f"{timeout} s")
+        if not data:
+            raise ShardDownloadError(f"shard {url} ended at byte {received}, but its manifest "
+                                     f"says {size} bytes")
+        out.write(data)
+        received += len(data)
+        failures = 0

@@ -1,0 +1,135 @@
+"""Sources that ``dataset-kit shards write`` converts: datasets, im2rec lists, WebDataset tars.
+
+Each source is an iterator of sample dicts plus the columns' encodings, so
+:class:`ShardWriter` writes them all the same way.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import tarfile
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+_IMAGE_EXTENSIONS = {".jpg": "jpeg", ".jpeg": "jpeg", ".png": "png"}
+
+
+def encoding_of(value: Any) -> str:
+    """The column encoding that keeps ``value`` as it is.
+
+    Raises:
+        TypeError: for a value no encoding holds.
+    """
+    if isinstance(value, (bool, int, np.integer)) and not isinstance(value, bool):
+        return "int"
+    if isinstance(value, (float, np.floating)):
+        return "float"
+    if isinstance(value, str):
+        return "str"
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return "bytes"
+    if isinstance(value, np.ndarray):
+        return "ndarray"
+    if isinstance(value, (dict, list, bool)) or value is None:
+        return "json"
+    raise TypeError(f"no shard column encoding holds a {type(value).__name__}")
+
+
+def as_dict(example: Any) -> dict:
+    """An example as a sample dict: dicts stay, a tuple's items become ``'0'``, ``'1'``, ..."""
+    if isinstance(example, dict):
+        return {str(k): v for k, v in example.items()}
+    if isinstance(example, tuple):
+        return {str(i): v for i, v in enumerate(example)}
+    return {"0": example}
+
+
+def from_dataset(dataset: Any) -> tuple[dict, int, Iterator[dict]]:
+    """``(columns, length, samples)`` of any dataset_kit dataset (encodings from example 0)."""
+    length = len(dataset)
+    if not length:
+        raise ValueError("the dataset is empty; there is nothing to write")
+    columns = {k: encoding_of(v) for k, v in as_dict(dataset[0]).items()}
+    return columns, length, (as_dict(dataset[i]) for i in range(length))
+
+
+def load_dataset(spec: str) -> Any:
+    """Import ``module:name`` and return it (called when it is a callable class or function).
+
+    Raises:
+        ValueError: if ``spec`` is not ``module:name``.
+    """
+    module, _, name = spec.partition(":")
+    if not module or not name:
+        raise ValueError(f"a dataset source must be 'module:name', got {spec!r}")
+    value = getattr(importlib.import_module(module), name)
+    return value() if callable(value) and not hasattr(value, "__getitem__") else value
+
+
+def from_lst(path: str, root: str) -> tuple[dict, int, Iterator[dict]]:
+    """An im2rec ``.lst``: columns ``image`` (encoded bytes, as stored) and ``label`` (floats)."""
+    from dataset_kit.recordio.im2rec import read_list
+
+    items = list(read_list(path))
+    if not items:
+        raise ValueError(f"{path} lists no image")
+    kind = _IMAGE_EXTENSIONS.get(os.path.splitext(items[0][1])[1].lower(), "bytes")
+
+    def samples() -> Iterator[dict]:
+        for _, relative, *labels in items:
+            with open(os.path.join(root, relative), "rb") as f:
+                yield {"image": f.read(), "label": [float(x) for x in labels]}
+    return {"image": kind, "label": "json"}, len(items), samples()
+
+
+def from_webdataset(folder: str) -> tuple[dict, int | None, Iterator[dict]]:
+    """A folder of WebDataset ``.tar`` shards: one column per file extension.
+
+    Images stay encoded (``jpeg``/``png``); ``.json`` files are parsed;
+    ``.cls``/``.txt`` become strings; anything else bytes.
+    """
+    tars = sorted(os.path.join(folder, n) for n in os.listdir(folder) if n.endswith(".tar"))
+    if not tars:
+        raise FileNotFoundError(f"no .tar shards in {folder}")
+    first = next(_tar_samples(tars[:1]))
+    columns = {key: _webdataset_encoding(key) for key in first}
+    return columns, None, (_decoded(s) for s in _tar_samples(tars))
+
+
+def _webdataset_encoding(extension: str) -> str:
+    if "." + extension in _IMAGE_EXTENSIONS:
+        return _IMAGE_EXTENSIONS["." + extension]
+    return {"json": "json", "cls": "str", "txt": "str"}.get(extension, "bytes")
+
+
+def _decoded(sample: dict) -> dict:
+    import json
+    out = {}
+    for key, data in sample.items():
+        encoding = _webdataset_encoding(key)
+        out[key] = (json.loads(data) if encoding == "json" else data.decode()
+                    if encoding == "str" else data)
+    return out
+
+
+def _tar_samples(tars: list[str]) -> Iterator[dict]:
+    """Consecutive members with one key (name up to the first dot) form a sample."""
+    for path in tars:
+        key, sample = None, {}
+        with tarfile.open(path) as tar:
+            for member in tar:
+                if not member.isfile():
+                    continue
+                base = os.path.basename(member.name)
+                stem, _, extension = base.partition(".")
+                name = os.path.join(os.path.dirname(member.name), stem)
+                if key is not None and name != key:
+                    yield sample
+                    sample = {}
+                key = name
+                sample[extension] = tar.extractfile(member).read()
+        if sample:
+            yield sample

@@ -1,0 +1,186 @@
+"""StreamingDataset: random access by global index over shards fetched into a local cache."""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from dataset_kit import _example_context
+from dataset_kit._checks import non_negative_int, positive_int
+from dataset_kit.dataset import DatasetMixin
+from dataset_kit.download import get_dataset_directory
+from dataset_kit.shards import _layout, _remote
+from dataset_kit.shards._cache import CacheFullError, ShardCache
+from dataset_kit.shards._columns import DECODE
+from dataset_kit.shards.manifest import MANIFEST_NAME, Manifest
+
+
+class StreamingDataset(DatasetMixin):
+    """The samples of a shard set written by :class:`ShardWriter`, fetched on demand.
+
+    ``ds[i]`` maps the global index ``i`` to a shard and an offset (from the
+    manifest), makes sure the shard is in the local cache (downloading it
+    through fsspec, once per node, sha256-checked) and returns the sample as
+    a dict ``{column: value}``. The dataset itself holds no state to
+    checkpoint: iterators and :class:`ShardOrderSampler` do.
+
+    Args:
+        remote: the folder or URL the shards were written to (``s3://``,
+            ``gs://``, ``az://``, ``http(s)://``, ``file://`` or a local path).
+        local: the cache folder; default ``<dataset root>/streaming/<hash of remote>``.
+            Processes that share it share the downloads.
+        cache_limit: bytes the cache may hold (least-recently-used shards not
+            in use are evicted), or None for no limit.
+        storage_options: passed to fsspec (credentials, endpoint, ...).
+        timeout: seconds one ranged read (``chunk_size`` bytes) may take before
+            :class:`ShardTimeoutError`.
+        retries: consecutive failed ranged reads retried (resuming at the
+            byte reached) before :class:`ShardDownloadError`.
+        chunk_size: bytes per ranged read.
+        open_shards: shards this process keeps open between calls.
+        download_threads: shards of one batch downloaded at once (when they
+            all fit the cache).
+        decode_images: decode ``jpeg``/``png`` columns to CHW uint8 arrays
+            (False: return the encoded bytes).
+
+    Raises:
+        ManifestError: if the manifest is malformed.
+        ValueError: if ``cache_limit`` is smaller than the largest shard.
+        ImportError: if fsspec (the ``stream`` extra) is missing.
+    """
+
+    def __init__(self, remote: str | os.PathLike, local: str | os.PathLike | None = None,
+                 cache_limit: int | None = None, storage_options: dict | None = None, *,
+                 timeout: float = 60.0, retries: int = 5, chunk_size: int = 8 << 20,
+                 open_shards: int = 2, download_threads: int = 4,
+                 decode_images: bool = True) -> None:
+        remote = os.fspath(remote)
+        if _remote.is_local(remote):
+            remote = os.path.abspath(remote)
+        self.remote = remote
+        self.storage_options = storage_options
+        fs, root = _remote.filesystem(remote, storage_options)
+        where = _remote.join(remote, MANIFEST_NAME)
+        self.manifest = Manifest.from_json(fs.cat_file(f"{root.rstrip('/')}/{MANIFEST_NAME}"),
+                                           where)
+        if cache_limit is not None:
+            cache_limit = non_negative_int("cache_limit", cache_limit)
+            largest = max(self.manifest.shards, key=lambda s: s.bytes)
+            if cache_limit < largest.bytes:
+                raise ValueError(f"cache_limit {cache_limit} bytes is smaller than shard "
+                                 f"{largest.name} ({largest.bytes} bytes) of {remote}; the "
+                                 f"cache must hold at least one shard")
+        if not (isinstance(timeout, (int, float)) and timeout > 0):
+            raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        if local is None:
+            key = hashlib.sha256(remote.encode()).hexdigest()[:16]
+            local = get_dataset_directory(os.path.join("streaming", key))
+        self.local = os.path.abspath(os.fspath(local))
+        self._cache = ShardCache(self.local, fs, root, remote, self.manifest, cache_limit,
+                                 float(timeout), non_negative_int("retries", retries),
+                                 positive_int("chunk_size", chunk_size))
+        self._columns = list(self.manifest.columns.items())
+        self._decode = {name: DECODE[enc] if decode_images or enc not in ("jpeg", "png")
+                        else bytes for name, enc in self._columns}
+        self._starts = self.manifest.starts.tolist()
+        self._open_limit = positive_int("open_shards", open_shards)
+        self._threads = positive_int("download_threads", download_threads)
+        self._open: OrderedDict[int, _layout.ShardFile] = OrderedDict()
+        self._pid = os.getpid()
+
+    def __len__(self) -> int:
+        return self._starts[-1]
+
+    def locate(self, index: int) -> tuple[int, int]:
+        """Return ``(shard number, offset in the shard)`` of global index ``index``."""
+        shard = bisect.bisect_right(self._starts, index) - 1
+        return shard, index - self._starts[shard]
+
+    def get_example(self, i: int) -> dict:
+        shard, offset = self.locate(i)
+        fields = self._shard(shard).fields(offset)
+        return {name: self._decode[name](data) for (name, _), data in zip(self._columns, fields)}
+
+    def get_examples(self, indices: np.ndarray) -> Sequence[Any]:
+        """Return the examples at ``indices``; the shards they need are downloaded in parallel."""
+        shards = np.unique(np.searchsorted(self._starts, indices, side="right") - 1)
+        self._download([int(s) for s in shards])
+        return _example_context.map_examples(self.get_example, indices.tolist())
+
+    def _download(self, shards: list[int]) -> None:
+        """Fetch the missing ``shards`` on up to ``download_threads`` threads, if they fit."""
+        missing = [s for s in shards if not os.path.exists(self._cache.path(s))]
+        if len(missing) < 2 or self._threads < 2:
+            return  # get_example fetches a single shard itself
+        need = sum(self.manifest.shards[s].bytes for s in missing)
+        limit = self._cache.cache_limit
+        if limit is not None and self._cache.usage() + need > limit:
+            return  # one at a time, so eviction can follow the reads
+        errors: list[BaseException] = []
+
+        def work(part: list[int]) -> None:
+            try:
+                for shard in part:
+                    self._cache.fetch(shard)
+            except BaseException as error:  # noqa: BLE001 - raised below in this thread
+                errors.append(error)
+
+        threads = [threading.Thread(target=work, args=(missing[i::self._threads],),
+                                    daemon=True) for i in range(min(self._threads,
+                                                                    len(missing)))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()  # each ranged read has its own timeout: this cannot hang
+        if errors:
+            raise errors[0]
+
+    def _shard(self, shard: int) -> _layout.ShardFile:
+        if self._pid != os.getpid():
+            # A forked child: the parent's descriptors are its own; forget them.
+            self._open, self._pid = OrderedDict(), os.getpid()
+        opened = self._open.get(shard)
+        if opened is not None:
+            self._open.move_to_end(shard)
+            return opened
+        while len(self._open) >= self._open_limit:
+            self._open.popitem(last=False)[1].close()
+        try:
+            opened = self._cache.open(shard)
+        except CacheFullError:
+            if not self._open:
+                raise
+            self.close()  # our own open shards may be what fills the cache
+            opened = self._cache.open(shard)
+        self._open[shard] = opened
+        return opened
+
+    def prefetch(self, shards: Any) -> None:
+        """Download the given shard numbers into the cache now (without keeping them open)."""
+        for shard in shards:
+            self._cache.open(int(shard)).close()
+
+    def cache_usage(self) -> int:
+        """Bytes in the local cache now."""
+        return self._cache.usage()
+
+    def close(self) -> None:
+        """Close this process's open shards (they become evictable)."""
+        while self._open:
+            self._open.popitem()[1].close()
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_open"] = OrderedDict()
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._pid = os.getpid()

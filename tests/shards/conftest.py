@@ -1,0 +1,84 @@
+"""Real parts for the shard tests: an S3-compatible server, a shard set, a small tmpfs."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import urllib.request
+
+import numpy as np
+import pytest
+
+from dataset_kit.shards import ShardWriter
+
+COLUMNS = {"x": "ndarray", "y": "int", "name": "str"}
+
+
+def sample(i: int) -> dict:
+    """The i-th sample of the test sets: distinct, checkable values."""
+    return {"x": np.full((4, 3), i, dtype=np.float32), "y": i, "name": f"sample-{i}"}
+
+
+def write(out, n: int = 100, shard_size: int = 1000, **options) -> object:
+    """Write ``n`` samples of :func:`sample` to ``out``; return the manifest."""
+    with ShardWriter(out, COLUMNS, shard_size=shard_size, **options) as writer:
+        for i in range(n):
+            writer.write(sample(i))
+    return writer.manifest
+
+
+def check(example: dict, i: int) -> None:
+    expected = sample(i)
+    np.testing.assert_array_equal(example["x"], expected["x"])
+    assert (example["y"], example["name"]) == (expected["y"], expected["name"])
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def s3(monkeypatch):
+    """A moto S3 server on 127.0.0.1 with bucket ``data``; yields fsspec storage options."""
+    moto_server = pytest.importorskip("moto.server", reason="S3 tests need moto[server]")
+    pytest.importorskip("s3fs", reason="S3 tests need s3fs (the stream extra)")
+    import boto3
+    import s3fs
+
+    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(key, "testing")
+    port = _free_port()
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        endpoint = f"http://127.0.0.1:{port}"
+        # moto keeps its buckets in process-wide state: start every test empty.
+        urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset",
+                                                      method="POST"), timeout=30).close()
+        boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1").create_bucket(
+            Bucket="data")
+        s3fs.S3FileSystem.clear_instance_cache()
+        yield {"key": "testing", "secret": "testing",
+               "client_kwargs": {"endpoint_url": endpoint, "region_name": "us-east-1"}}
+    finally:
+        server.stop()
+
+
+@contextlib.contextmanager
+def small_tmpfs(path, size: str):
+    """Mount a tmpfs of ``size`` at ``path`` (root only); always unmounted."""
+    os.makedirs(path, exist_ok=True)
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs to fill the disk needs root")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)

@@ -1,0 +1,47 @@
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dataset_kit.shards._layout import ShardFile, ShardFormatError, sample_bytes, shard_bytes
+
+SHARD = shard_bytes([sample_bytes([b"a" * i, b"bc"], None) for i in range(6)])
+
+
+def test_fields_come_back_as_written(tmp_path):
+    path = tmp_path / "s.dks"
+    path.write_bytes(SHARD)
+    shard = ShardFile(str(path), 6, 2, False)
+    try:
+        assert [bytes(f) for f in shard.fields(4)] == [b"aaaa", b"bc"]
+    finally:
+        shard.close()
+
+
+@given(st.integers(0, len(SHARD) - 1))
+def test_a_truncated_shard_is_refused_naming_the_file(tmp_path_factory, cut):
+    path = tmp_path_factory.mktemp("t") / "s.dks"
+    path.write_bytes(SHARD[:cut])
+    with pytest.raises(ShardFormatError, match="s.dks"):
+        ShardFile(str(path), 6, 2, False)
+
+
+@given(st.integers(8, 8 + 8 + 7 * 8 - 1), st.integers(1, 255))
+def test_a_damaged_header_is_refused_never_misread(tmp_path_factory, where, flip):
+    data = bytearray(SHARD)
+    data[where] ^= flip
+    path = tmp_path_factory.mktemp("t") / "s.dks"
+    path.write_bytes(bytes(data))
+    try:
+        shard = ShardFile(str(path), 6, 2, False)
+    except ShardFormatError:
+        return
+    # The offsets still fit the file: every sample is either whole or refused.
+    try:
+        for i in range(6):
+            try:
+                fields = shard.fields(i)
+            except ShardFormatError:
+                continue
+            assert sum(len(f) for f in fields) + 8 <= len(SHARD)
+    finally:
+        shard.close()
