@@ -108,6 +108,11 @@ def read_state(state: Any, spec: BatchSpec, dataset_length: int, sampler_kind: s
     if previous is not None and not (_real(previous) and 0 <= previous < _INT64_END):
         raise ValueError(f"state['previous_epoch_detail'] must be None or a finite number >= 0, "
                          f"got {short(previous)}")
+    # It is kept as a float: a number a float cannot hold exactly would not
+    # come back as it was saved.
+    if previous is not None and float(previous) != previous:
+        raise ValueError(f"state['previous_epoch_detail'] must be a number a float holds "
+                         f"exactly, got {short(previous)}")
     index_field(state, "seed", 0, None)
     sampler = state.get("order_sampler", _MISSING)
     if not (isinstance(sampler, dict) and isinstance(sampler.get("kind"), str)):

@@ -237,3 +237,15 @@ def test_a_corrupted_chainer_serializer_state_is_refused_leaving_the_iterator_as
         assert take(it, 4) == take(twin, 4)
 
     check()
+
+
+def test_a_previous_epoch_detail_a_float_cannot_hold_is_refused():
+    # Hypothesis found it: 2**53 + 1 loaded, then came back as 2**53.
+    it = SerialIterator(np.arange(10), 3, seed=1)
+    next(it)
+    next(it)
+    state = it.state_dict()
+    state["previous_epoch_detail"] = 2 ** 53 + 1
+    twin = SerialIterator(np.arange(10), 3, seed=1)
+    with pytest.raises(ValueError, match="previous_epoch_detail"):
+        twin.load_state_dict(state)
