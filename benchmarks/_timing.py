@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Callable
 
@@ -29,5 +30,4 @@ def median_of(runs: int, **candidates: Callable[[], object]) -> dict[str, float]
             start = time.perf_counter()
             fn()
             times[name].append(time.perf_counter() - start)
-    return {name: sorted(t)[len(t) // 2] if len(t) % 2 else
-            sum(sorted(t)[len(t) // 2 - 1:len(t) // 2 + 1]) / 2 for name, t in times.items()}
+    return {name: statistics.median(t) for name, t in times.items()}

@@ -24,14 +24,12 @@ from __future__ import annotations
 import argparse
 import mmap
 import os
-import statistics
 import tempfile
 import time
-from collections.abc import Callable
 from functools import partial
 
 import numpy as np
-from _timing import best_of
+from _timing import best_of, median_of
 from images import make_folder
 
 if not hasattr(np, "bool"):
@@ -47,17 +45,6 @@ from dataset_kit.recordio._format import parse
 from dataset_kit.recordio._index import read_index
 
 RECORD = 100 << 10
-
-
-def medians(runs: int, **candidates: Callable[[], object]) -> dict[str, float]:
-    """Time each candidate ``runs`` times, interleaved, and return the median seconds."""
-    times: dict[str, list[float]] = {name: [] for name in candidates}
-    for _ in range(runs):
-        for name, fn in candidates.items():
-            start = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(t) for name, t in times.items()}
 
 
 class MappedBaseline:
@@ -110,7 +97,7 @@ def scan(directory: str, gigabytes: float) -> None:
           f"{t['readinto'] / t['views']:.2f} (copy=False)  (target >= 0.7)")
 
     mapped = MappedBaseline(path)
-    t = medians(5, pread=record_reader, mmap=mapped.scan)
+    t = median_of(5, pread=record_reader, mmap=mapped.scan)
     print(f"1b. scan, copies of each record: pread {size / t['pread'] / 1e9:.2f} GB/s, mmap "
           f"(before) {size / t['mmap'] / 1e9:.2f} GB/s; ratio pread / mmap "
           f"{t['mmap'] / t['pread']:.2f} (medians of 5, interleaved)")
@@ -126,7 +113,7 @@ def scan(directory: str, gigabytes: float) -> None:
         for o in offsets:
             mapped.read_at(o)
 
-    t = medians(5, pread=pread_reads, mmap=mmap_reads)
+    t = median_of(5, pread=pread_reads, mmap=mmap_reads)
     print(f"2b. random reads of 100 KB records: pread {len(keys) / t['pread']:.0f}/s, mmap "
           f"(before) {len(keys) / t['mmap']:.0f}/s; ratio pread / mmap "
           f"{t['mmap'] / t['pread']:.2f} (medians of 5, interleaved)")
@@ -154,7 +141,7 @@ def open_cost(directory: str, keys: int) -> None:
         with open(idx, "rb") as f:
             read_index(f.read(), idx, int)
 
-    t = medians(7, open=partial(IndexedRecordReader, idx, rec), parse=parse_only)
+    t = median_of(7, open=partial(IndexedRecordReader, idx, rec), parse=parse_only)
     print(f"4. open a pair of {keys} keys ({os.path.getsize(rec) / 1e6:.0f} MB .rec): "
           f"IndexedRecordReader {t['open'] * 1e3:.0f} ms, parsing the .idx alone "
           f"{t['parse'] * 1e3:.0f} ms: the lock, the journal check and the pair checks cost "

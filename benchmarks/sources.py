@@ -23,12 +23,10 @@ import argparse
 import csv
 import os
 import shutil
-import statistics
 import tempfile
-import time
-from collections.abc import Callable
 
 import numpy as np
+from _timing import median_of
 from dataset_kit.sources import DataSource, DataSourceWithFileCache, data_iterator_cache
 
 SHAPE, BATCH = (3, 64, 64), 100
@@ -61,17 +59,6 @@ def epoch(cache_dir: str, use_thread: bool, shuffle: bool = False) -> int:
         for x, y in it:
             total += x.nbytes + y.nbytes
     return total
-
-
-def median_of(runs: int, **candidates: Callable[[], object]) -> dict[str, float]:
-    """Time each candidate ``runs`` times, interleaved, and return the median seconds."""
-    times: dict[str, list[float]] = {name: [] for name in candidates}
-    for _ in range(runs):
-        for name, fn in candidates.items():
-            start = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def main() -> None:
