@@ -72,6 +72,7 @@ class CsvDataSource(DataSource):
             self._rows.append([row[k] for k in kept])
         self._lines = [line for line, row in enumerate(rows, start=2) if row]
         self._columns = [_parse_name(name) for name in self._header]
+        _refuse_duplicate_columns(header, self._filename)
         self._variables = tuple(OrderedDict.fromkeys(v for v, _ in self._columns))
         self._size = len(self._rows)
         self.reset()
@@ -161,3 +162,29 @@ def _parse_name(name: str) -> tuple[str, bool]:
     if "__" in variable:
         return variable.split("__", 1)[0], True
     return variable, False
+
+
+def _refuse_duplicate_columns(header: list[str], filename: str) -> None:
+    """Raise if two header cells name the same value (one would silently replace the other).
+
+    A plain ``x`` twice, the same ``x__k`` twice, or ``x`` beside ``x__k``.
+
+    Raises:
+        ValueError: naming the file and both columns (1-based, as an editor counts).
+    """
+    seen: dict[str, int] = {}
+    for column, name in enumerate(header, start=1):
+        if name.startswith("#"):  # a comment column: not read
+            continue
+        element = name.split(":", 1)[0]
+        variable, indexed = _parse_name(name)
+        for key in (element, variable if indexed else variable + "__"):
+            if key in seen:
+                first = seen[key]
+                raise ValueError(
+                    f"{filename} line 1: column {column} ({name!r}) names the same variable "
+                    f"as column {first} ({header[first - 1]!r}); each column must have a "
+                    f"name of its own")
+        seen[element] = column
+        # An indexed element marks its variable so a plain column of that name is refused.
+        seen[variable + "__" if indexed else variable] = column

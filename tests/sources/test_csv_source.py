@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 import numpy as np
 import pytest
@@ -118,4 +119,20 @@ def test_a_cell_over_the_field_limit_names_the_file_and_line(tmp_path):
     path = tmp_path / "big.csv"
     path.write_text("x,y\n1,2\n3," + "9" * (csv.field_size_limit() + 1) + "\n")
     with pytest.raises(ValueError, match=r"big.csv line 3: field larger than field limit"):
+        CsvDataSource(str(path))
+
+
+@pytest.mark.parametrize("header, column, first", [
+    ("x,y,x", "column 3 ('x')", "column 1 ('x')"),
+    ("x__0,x__1,x__0", "column 3 ('x__0')", "column 1 ('x__0')"),
+    ("x,x__0", "column 2 ('x__0')", "column 1 ('x')"),
+    ("#note,x__0,x", "column 3 ('x')", "column 2 ('x__0')"),
+    ("x:a,x:b", "column 2 ('x:b')", "column 1 ('x:a')"),
+])
+def test_two_columns_naming_one_variable_are_refused_naming_both(tmp_path, header, column, first):
+    # Before, one silently replaced the other.
+    path = tmp_path / "dup.csv"
+    path.write_text(header + "\n" + ",".join(["1"] * len(header.split(","))) + "\n")
+    with pytest.raises(ValueError, match=re.escape(f"dup.csv line 1: {column} names the same "
+                                                   f"variable as {first}")):
         CsvDataSource(str(path))
