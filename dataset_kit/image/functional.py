@@ -242,11 +242,13 @@ def center_crop(src: Any, size: Sequence[int], interp: int = 2) -> tuple[Any, tu
 
 def color_normalize(src: Any, mean: Any, std: Any = None) -> Any:
     """``(src - mean) / std`` per channel (either may be None); a new array, never in place."""
-    out = as_numpy(src)
-    if mean is not None:
-        out = out - as_numpy(mean)
+    image = as_numpy(src)
+    out = image - as_numpy(mean) if mean is not None else image
     if std is not None:
-        out = out / as_numpy(std)
+        if out is image or not np.issubdtype(out.dtype, np.floating):
+            out = out / as_numpy(std)
+        else:
+            out /= as_numpy(std)  # the subtraction's fresh array: no second allocation
     return like(src, out)
 
 
