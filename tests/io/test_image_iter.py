@@ -4,11 +4,14 @@ import io
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from PIL import Image
 
 from dataset_kit import recordio
 from dataset_kit.image import CreateAugmenter, ImageIter
 from dataset_kit.io import ImageIter as IoImageIter
+from dataset_kit.iterators import WorkerError
 
 N = 7
 
@@ -109,12 +112,44 @@ def test_bad_combinations_raise_value_errors_naming_the_arguments(files, kwargs,
         ImageIter(2, **kwargs)
 
 
-def test_a_missing_image_names_the_file_the_lst_line_and_the_index(files):
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_a_missing_image_names_the_file_the_lst_line_and_the_index(files, num_workers):
     (files / "3.png").unlink()
-    it = ImageIter(2, (3, 8, 8), **_sources(files)["lst"])
-    it.next()
-    with pytest.raises(FileNotFoundError, match=r"3\.png.*a\.lst, line 4, index 3"):
+    it = ImageIter(2, (3, 8, 8), num_workers=num_workers, **_sources(files)["lst"])
+    # From a worker, the engine's WorkerError carries the message and the error as its cause.
+    raised = WorkerError if num_workers else FileNotFoundError
+    try:
         it.next()
+        with pytest.raises(raised, match=r"3\.png.*a\.lst, line 4, index 3") as caught:
+            it.next()
+        assert isinstance(caught.value.__cause__ or caught.value, FileNotFoundError)
+        # The batch was not consumed: asking again fails again, never a hang or a skip.
+        with pytest.raises(raised, match="index 3"):
+            it.next()
+    finally:
+        it.close()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.data())
+def test_damaged_records_give_an_image_or_an_error_naming_the_record(files, data):
+    png = bytearray(_png(5))
+    if data.draw(st.booleans(), label="truncate"):
+        png = png[:data.draw(st.integers(0, len(png) - 1), label="length")]
+    else:
+        for position in data.draw(st.lists(st.integers(0, len(png) - 1), min_size=1,
+                                           max_size=4), label="flips"):
+            png[position] ^= 1 << data.draw(st.integers(0, 7), label="bit")
+    with recordio.IndexedRecordWriter(files / "d.idx", files / "d.rec") as writer:
+        writer.write_idx(0, recordio.pack(recordio.IRHeader(0, 0.0, 0, 0), bytes(png)))
+    it = ImageIter(1, (3, 8, 8), path_imgrec=str(files / "d.rec"),
+                   path_imgidx=str(files / "d.idx"))
+    try:
+        batch = it.next()
+    except ValueError as error:
+        assert "d.rec, record key 0 (index 0)" in str(error)
+    else:
+        assert batch.data[0].shape == (1, 3, 8, 8)
 
 
 def test_a_corrupt_record_names_the_file_the_record_and_the_index(files):
