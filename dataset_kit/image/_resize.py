@@ -1,4 +1,4 @@
-"""Resizing HWC arrays of any dtype as MXNet does (OpenCV's ``cv::resize``), for mx.image's functions.
+"""Resizing HWC arrays of any dtype as MXNet does (OpenCV's ``cv::resize``), for mx.image.
 
 The backend is OpenCV (``opencv-python-headless``, the ``opencv`` extra) when
 it is installed: MXNet resizes with OpenCV, so its pixels are MXNet's, and it

@@ -125,7 +125,9 @@ class CenterCropAug(_Sized):
 
 
 class RandomSizedCropAug(Augmenter):
-    """Crop a random area and aspect ratio, resized to ``size`` (:func:`~dataset_kit.image.random_size_crop`).
+    """Crop a random area and aspect ratio, resized to ``size``.
+
+    See :func:`~dataset_kit.image.random_size_crop`.
 
     Raises:
         TypeError: for an unknown keyword (``min_area`` is MXNet's old name of ``area``).
@@ -158,7 +160,10 @@ class BrightnessJitterAug(Augmenter):
 
 
 class ContrastJitterAug(Augmenter):
-    """Blend with the mean grey level: ``alpha * image + (1 - alpha) * mean``, alpha ``1 ± contrast``."""
+    """Blend with the mean grey level: ``alpha * image + (1 - alpha) * mean``.
+
+    ``alpha`` is uniform in ``1 ± contrast``.
+    """
 
     def __init__(self, contrast: float) -> None:
         super().__init__(contrast=contrast)
@@ -172,7 +177,10 @@ class ContrastJitterAug(Augmenter):
 
 
 class SaturationJitterAug(Augmenter):
-    """Blend with the grey image: ``alpha * image + (1 - alpha) * grey``, alpha ``1 ± saturation``."""
+    """Blend with the grey image: ``alpha * image + (1 - alpha) * grey``.
+
+    ``alpha`` is uniform in ``1 ± saturation``.
+    """
 
     def __init__(self, saturation: float) -> None:
         super().__init__(saturation=saturation)
@@ -307,11 +315,12 @@ def _statistic(name: str, value: Any, imagenet: tuple) -> Any:
     return value
 
 
-def CreateAugmenter(data_shape: Sequence[int], resize: int = 0, rand_crop: bool = False,  # noqa: N802
-                    rand_resize: bool = False, rand_mirror: bool = False, mean: Any = None,
-                    std: Any = None, brightness: float = 0, contrast: float = 0,
-                    saturation: float = 0, hue: float = 0, pca_noise: float = 0,
-                    rand_gray: float = 0, inter_method: int = 2) -> list[Augmenter]:
+def CreateAugmenter(data_shape: Sequence[int], resize: int = 0,  # noqa: N802 (MXNet's name)
+                    rand_crop: bool = False, rand_resize: bool = False,
+                    rand_mirror: bool = False, mean: Any = None, std: Any = None,
+                    brightness: float = 0, contrast: float = 0, saturation: float = 0,
+                    hue: float = 0, pca_noise: float = 0, rand_gray: float = 0,
+                    inter_method: int = 2) -> list[Augmenter]:
     """MXNet's standard augmenter list, in MXNet's order.
 
     Resize (``resize > 0``); a crop to ``data_shape`` (random-sized with

@@ -11,6 +11,6 @@ from dataset_kit.io.libsvm_iter import LibSVMIter
 from dataset_kit.io.mnist_iter import MNISTIter
 from dataset_kit.io.ndarray_iter import NDArrayIter
 
-__all__ = ["CSRMatrix", "CSVIter", "DataBatch", "DataDesc", "DataIter", "ImageIter", "ImageRecordIter",
-           "LibSVMIter", "MNISTIter", "MXNetError", "NDArrayIter", "PrefetchingIter",
-           "ResizeIter"]
+__all__ = ["CSRMatrix", "CSVIter", "DataBatch", "DataDesc", "DataIter", "ImageIter",
+           "ImageRecordIter", "LibSVMIter", "MNISTIter", "MXNetError", "NDArrayIter",
+           "PrefetchingIter", "ResizeIter"]

@@ -1,4 +1,4 @@
-"""ImageIter: MXNet's Python image iterator (``mx.image.ImageIter``) as a constructor over the engine.
+"""ImageIter: MXNet's Python image iterator (``mx.image.ImageIter``), a constructor over the engine.
 
 =================================  ==============================================
 MXNet 1.9                          dataset_kit
@@ -79,7 +79,10 @@ def _read_lst(path: str, dtype: str) -> list[tuple]:
 
 
 def _imglist_items(imglist: list, dtype: str) -> list[tuple]:
-    """``[(key, labels, image path, where)]`` from ``[[label(s)..., path], ...]`` (keys '1', '2', ...)."""
+    """``[(key, labels, image path, where)]`` from ``[[label(s)..., path], ...]``.
+
+    The keys are '1', '2', ..., as MXNet's.
+    """
     items = []
     for k, entry in enumerate(imglist):
         if len(entry) > 2:
@@ -93,7 +96,7 @@ def _imglist_items(imglist: list, dtype: str) -> list[tuple]:
 
 
 class _ImageExamples(DatasetMixin):
-    """Example ``i``: ``(augmented CHW float32 image, labels)`` of the ``i``-th image of the epoch order."""
+    """Example ``i``: ``(augmented CHW float32 image, labels)`` of the ``i``-th image."""
 
     def __init__(self, records: IndexedRecordReader | None, keys: list, items: dict | None,
                  path_root: str | None, auglist: list, data_shape: tuple, label_width: int,

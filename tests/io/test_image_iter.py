@@ -130,7 +130,8 @@ def test_a_missing_image_names_the_file_the_lst_line_and_the_index(files, num_wo
         it.close()
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.data())
 def test_damaged_records_give_an_image_or_an_error_naming_the_record(files, data):
     png = bytearray(_png(5))
