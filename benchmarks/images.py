@@ -8,6 +8,16 @@
 2. When a smaller image is wanted (short side 128): draft_size decoding
    (JPEG's reduced scales) against a full decode followed by a resize, both
    on one core.
+3. (with MXNet 1.9.1 installed) ImageIter with 2 worker processes against
+   MXNet's ImageIter (one Python thread) on the same .rec and augmenter list
+   (CreateAugmenter(resize=256, rand_crop, rand_mirror, mean, std), 224x224),
+   one epoch each (target >= 2.0x).
+4. (likewise) The per-image cost of that augmenter list on decoded images,
+   dataset_kit's against MXNet's, on one core.
+
+Rows 3 and 4 report medians; MXNet runs in its own numpy<2 environment (the
+one ../shared/compat/mxnet/run_mxnet_suite.sh builds), with PYTHONPATH at
+this checkout.
 
 Run: .venv/bin/python benchmarks/images.py [--images 2000]
 """
@@ -19,11 +29,15 @@ import os
 import tempfile
 
 import numpy as np
-from _timing import best_of
+from _timing import best_of, median_of
 from PIL import Image
 
+from dataset_kit import image as dk_image
+from dataset_kit import recordio
 from dataset_kit.datasets import ImageFolderDataset
 from dataset_kit.iterators import MultiprocessIterator
+
+AUGMENT = dict(resize=256, rand_crop=True, rand_mirror=True, mean=True, std=True)
 
 
 def make_folder(root: str, count: int) -> list[str]:
@@ -84,6 +98,74 @@ def main() -> None:
         print(f"2. short side 128, one core: full decode + resize {n / t['full']:.0f} img/s, "
               f"draft_size decode + resize {n / t['draft']:.0f} img/s")
         print(f"   ratio draft / full: {t['full'] / t['draft']:.2f}")
+        mxnet_rows(root, paths)
+
+
+def _pack(root: str, paths: list[str]) -> tuple[str, str]:
+    rec, idx = os.path.join(root, "all.rec"), os.path.join(root, "all.idx")
+    with recordio.IndexedRecordWriter(idx, rec) as writer:
+        for k, p in enumerate(paths):
+            with open(p, "rb") as f:
+                writer.write_idx(k, recordio.pack(recordio.IRHeader(0, float(k % 2), k, 0),
+                                                  f.read()))
+    return rec, idx
+
+
+def mxnet_rows(root: str, paths: list[str]) -> None:
+    """Rows 3 and 4, against MXNet 1.9.1 when it is installed."""
+    if not hasattr(np, "bool"):
+        np.bool = bool  # MXNet 1.9.1 still reads numpy.bool
+    try:
+        import mxnet as mx
+    except ImportError:
+        print("3-4. skipped: MXNet 1.9.1 is not installed here (run in a numpy<2 environment "
+              "that has it)")
+        return
+    rec, idx = _pack(root, paths)
+    n, shape = len(paths), (3, 224, 224)
+
+    def ours_two_workers() -> None:
+        it = dk_image.ImageIter(32, shape, path_imgrec=rec, path_imgidx=idx, num_workers=2,
+                                seed=0, aug_list=dk_image.CreateAugmenter(shape, **AUGMENT))
+        try:
+            for _ in it:
+                pass
+        finally:
+            it.close()
+
+    def theirs() -> None:
+        for _ in mx.image.ImageIter(32, shape, path_imgrec=rec, path_imgidx=idx,
+                                    aug_list=mx.image.CreateAugmenter(shape, **AUGMENT)):
+            pass
+
+    t = median_of(3, ours=ours_two_workers, theirs=theirs)
+    print(f"3. ImageIter over {n} JPEG records, CreateAugmenter(resize=256, rand_crop, "
+          f"rand_mirror, mean, std): MXNet {n / t['theirs']:.0f} img/s, dataset_kit with "
+          f"num_workers=2 {n / t['ours']:.0f} img/s")
+    print(f"   ratio dataset_kit / MXNet: {t['theirs'] / t['ours']:.2f}  (target >= 2.0)")
+
+    sample = paths[:200]
+    ours_images = [dk_image.imread(p) for p in sample]
+    their_images = [mx.image.imread(p) for p in sample]
+    ours_chain = dk_image.SequentialAug(dk_image.CreateAugmenter(shape, **AUGMENT))
+    their_chain = mx.image.CreateAugmenter(shape, **AUGMENT)
+
+    def ours_augment() -> None:
+        for image in ours_images:
+            ours_chain(image)
+
+    def their_augment() -> None:
+        for image in their_images:
+            for aug in their_chain:
+                image = aug(image)
+            image.wait_to_read()
+
+    t = median_of(5, ours=ours_augment, theirs=their_augment)
+    k = len(sample)
+    print(f"4. CreateAugmenter(resize=256, rand_crop, rand_mirror, mean, std) per 500x375 "
+          f"image, one core: MXNet {t['theirs'] / k * 1e3:.2f} ms, dataset_kit "
+          f"{t['ours'] / k * 1e3:.2f} ms")
+    print(f"   ratio MXNet / dataset_kit: {t['theirs'] / t['ours']:.2f}")
 
 
 if __name__ == "__main__":

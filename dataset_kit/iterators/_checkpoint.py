@@ -95,8 +95,9 @@ def read_state(state: Any, spec: BatchSpec, dataset_length: int, sampler_kind: s
     invalid = "state has an invalid position: "
     epoch = index_field(state, "epoch", 0, _INT64_END, prefix=invalid)
     pos = index_field(state, "current_position", 0, max(n, 1), prefix=invalid)
-    # Several epochs' tails may roll over when the batch is larger than an epoch.
-    carry = index_field(state, "carry", 0, max(spec.batch_size, n + 1), prefix=invalid)
+    # Fewer examples than a batch roll over (more would have made a batch); they
+    # may come from several epochs when the batch is larger than an epoch.
+    carry = index_field(state, "carry", 0, spec.batch_size, prefix=invalid)
     if carry and not (pos == 0 and epoch * n >= carry):
         raise ValueError(f"{invalid}epoch={epoch!r}, "
                          f"current_position={pos!r}, carry={carry!r} (examples carry over "
