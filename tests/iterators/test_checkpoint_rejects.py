@@ -249,3 +249,16 @@ def test_a_previous_epoch_detail_a_float_cannot_hold_is_refused():
     twin = SerialIterator(np.arange(10), 3, seed=1)
     with pytest.raises(ValueError, match="previous_epoch_detail"):
         twin.load_state_dict(state)
+
+
+def test_a_carry_of_a_whole_batch_or_more_is_refused():
+    # Hypothesis found it: carry=4 with batch_size=3 loaded, then failed in np.repeat.
+    it = SerialIterator(np.arange(10), 3, shuffle=False, last_batch="rollover")
+    for _ in range(3):  # 0-2, 3-5, 6-8: example 9 waits to roll over
+        next(it)
+    state = it.state_dict()
+    assert state["carry"] == 1 and state["current_position"] == 0
+    state["carry"] = 3
+    twin = SerialIterator(np.arange(10), 3, shuffle=False, last_batch="rollover")
+    with pytest.raises(ValueError, match=r"carry.*\[0, 3\)"):
+        twin.load_state_dict(state)
