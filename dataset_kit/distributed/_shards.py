@@ -10,7 +10,7 @@ of ranks.
 
 How the end of the global order is cut so that every rank gets the same
 number of batches (``policy``, in the engine's words and meanings; see
-:mod:`dataset_kit.iterators._statemachine`):
+:mod:`dataset_kit.engine._statemachine`):
 
 * ``'keep'``: padded to a multiple of ``ranks`` only, as ChainerMN's
   ``scatter_dataset`` and PyTorch's ``DistributedSampler`` do: fewer than
@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dataset_kit.iterators.order_samplers import ShuffleOrderSampler
+from dataset_kit.engine import ShuffleOrderSampler
 
 SHARD_POLICIES = ("keep", "pad", "discard")
 

@@ -9,7 +9,7 @@ import numpy as np
 from dataset_kit._checks import non_negative_int
 from dataset_kit.datasets.sub_dataset import SubDataset
 from dataset_kit.distributed.communicators import DistributedError, _check_root, as_communicator
-from dataset_kit.iterators.order_samplers import draw_seed
+from dataset_kit.engine import draw_seed
 
 
 def scatter_index(n_total_samples: int, comm: Any, root: int = 0, *,

@@ -24,11 +24,15 @@ from dataset_kit.distributed._shards import (
     share_length,
 )
 from dataset_kit.distributed.communicators import DistributedError, as_communicator
-from dataset_kit.iterators import _checkpoint
+from dataset_kit.engine import (
+    DEFAULT_BATCH_TIMEOUT,
+    Engine,
+    ExecutorSpec,
+    OrderSampler,
+    draw_seed,
+    states as _checkpoint,
+)
 from dataset_kit.iterators._chainer_api import ChainerIterator
-from dataset_kit.iterators._engine import Engine
-from dataset_kit.iterators._executor_spec import DEFAULT_BATCH_TIMEOUT, ExecutorSpec
-from dataset_kit.iterators.order_samplers import OrderSampler, draw_seed
 
 STATE_FORMAT = "dataset_kit.sharded_iterator"
 STATE_VERSION = 1
@@ -183,7 +187,7 @@ class ShardedIterator(ChainerIterator):
         plan, position = engine.last_plan, engine.position
         if plan is None:
             return 0
-        stop = engine.spec.epoch_size if position.is_new_epoch else position.current_position
+        stop = engine.epoch_size if position.is_new_epoch else position.current_position
         epoch, start, offset = plan.epoch_at(0), 0, 0
         if self._segment is not None and self._segment[0] == epoch:
             _, start, offset = self._segment
@@ -278,8 +282,8 @@ class ShardedIterator(ChainerIterator):
             sampler: _RankShareSampler = engine.order_sampler
             share = rank_share(global_order(sampler.seed, epoch, size, self.shuffle), start,
                                sampler.rank, sampler.ranks, sampler.batch_size, sampler.policy)
-            offset = engine.spec.epoch_size - len(share)
-            if offset == engine.spec.epoch_size:  # nothing of the epoch is left here
+            offset = engine.epoch_size - len(share)
+            if offset == engine.epoch_size:  # nothing of the epoch is left here
                 local.update(epoch=epoch + 1, is_new_epoch=True)
             else:
                 # The share fills the end of an epoch-sized order; its head is

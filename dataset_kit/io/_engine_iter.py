@@ -18,9 +18,8 @@ from typing import Any
 import numpy as np
 
 from dataset_kit.convert import concat_examples
+from dataset_kit.engine import Engine, states as _checkpoint
 from dataset_kit.io.data_iter import DataBatch, DataDesc, DataIter
-from dataset_kit.iterators import _checkpoint
-from dataset_kit.iterators._engine import Engine
 
 # How DataBatch.pad is counted:
 #   "padding": the examples the 'pad' policy added (MXNet's pad);
@@ -42,7 +41,7 @@ class EngineDataIter(DataIter):
 
     def __init__(self, engine: Engine, data_descs: list[DataDesc], label_descs: list[DataDesc],
                  pad_rule: str, with_index: bool) -> None:
-        super().__init__(engine.spec.batch_size)
+        super().__init__(engine.batch_size)
         self._engine = engine
         self._data_descs, self._label_descs = data_descs, label_descs
         self._pad_rule, self._with_index = pad_rule, with_index
@@ -80,7 +79,7 @@ class EngineDataIter(DataIter):
         """The order of the epoch being read (the one just ended, until :meth:`reset`)."""
         epoch = self._engine.position.epoch - (0 if self._epoch_open else 1)
         order = self._engine.current_order(max(epoch, 0))
-        return np.arange(self._engine.spec.epoch_size) if order is None else order.copy()
+        return np.arange(self._engine.epoch_size) if order is None else order.copy()
 
     def getpad(self) -> int:
         plan = self._engine.last_plan

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from dataset_kit._checks import positive_int
+from dataset_kit.engine import states as _checkpoint
 from dataset_kit.io.data_iter import DataBatch, DataDesc, DataIter
-from dataset_kit.iterators import _checkpoint
 
 
 class _OverBatches(DataIter):

@@ -24,9 +24,9 @@ import numpy as np
 from dataset_kit._checks import positive_int
 from dataset_kit.datasets import TupleDataset
 from dataset_kit.datasets.csv_dataset import CSVArrayDataset
+from dataset_kit.engine import Engine
 from dataset_kit.io._engine_iter import NativeDataIter
 from dataset_kit.io.data_iter import DataDesc
-from dataset_kit.iterators._engine import Engine
 
 
 class CSVIter(NativeDataIter):

@@ -48,6 +48,7 @@ from dataset_kit._example_context import map_examples
 from dataset_kit.convert import concat_examples
 from dataset_kit.dataset import DatasetMixin
 from dataset_kit.datasets.record_dataset import RecordFileDataset
+from dataset_kit.engine import DEFAULT_BATCH_TIMEOUT, Engine, ExecutorSpec
 from dataset_kit.image.affine import INTERPOLATIONS
 from dataset_kit.io import _mean_image
 from dataset_kit.io._engine_iter import NativeDataIter
@@ -57,8 +58,6 @@ from dataset_kit.io.data_iter import DataDesc
 from dataset_kit.io.errors import mxnet_error
 from dataset_kit.io.mnist_iter import _part
 from dataset_kit.io.ndarray_iter import _POLICIES
-from dataset_kit.iterators._engine import Engine
-from dataset_kit.iterators._executor_spec import DEFAULT_BATCH_TIMEOUT, ExecutorSpec
 from dataset_kit.recordio.header import unpack_img
 
 _AUGMENT_FIELDS = {f.name for f in dataclasses.fields(AugmentParams)} - {
@@ -278,15 +277,6 @@ class ImageRecordIter(NativeDataIter):
             return mean
         engine = Engine(dataset, batch_size=256, repeat=False, shuffle=False, seed=seed,
                         last_batch="keep", executor=ExecutorSpec(converter=concat_examples))
-        mean = _mean_image.mean_of(columns[0] for columns in _batches(engine))
+        mean = _mean_image.mean_of(columns[0] for columns in engine.epoch())
         _mean_image.save_mean_image(path, mean)
         return mean
-
-
-def _batches(engine: Engine) -> Any:
-    """The batches of a non-repeating engine."""
-    while True:
-        try:
-            yield engine.next()
-        except StopIteration:
-            return

@@ -29,14 +29,13 @@ import numpy as np
 from dataset_kit._checks import positive_int
 from dataset_kit.dataset import DatasetMixin
 from dataset_kit.datasets import SubDataset
+from dataset_kit.engine import Engine, ExecutorSpec
 from dataset_kit.io._engine_iter import NativeDataIter
 from dataset_kit.io._options import ignore_unknown
 from dataset_kit.io.csr import make_csr
 from dataset_kit.io.data_iter import DataDesc
 from dataset_kit.io.errors import mxnet_error
 from dataset_kit.io.mnist_iter import _part
-from dataset_kit.iterators._engine import Engine
-from dataset_kit.iterators._executors import SerialExecutor
 
 
 def read_libsvm(path: str | os.PathLike, columns: int) -> tuple[np.ndarray, tuple]:
@@ -185,7 +184,7 @@ class LibSVMIter(NativeDataIter):
         batcher = _Batcher(int(data_shape[0]), None if label_libsvm is None else
                            int(label_shape[0]))
         engine = Engine(dataset, batch_size=batch_size, shuffle=False, seed=0,
-                        executor=SerialExecutor(dataset, batcher))
+                        executor=ExecutorSpec(converter=batcher))
         label_desc = () if label_libsvm is None else label_shape
         super().__init__(engine, [DataDesc("data", data_shape, np.float32)],
                          [DataDesc("softmax_label", label_desc, np.float32)], "wrapped",

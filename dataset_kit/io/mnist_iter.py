@@ -27,11 +27,11 @@ import numpy as np
 
 from dataset_kit._checks import non_negative_int, positive_int
 from dataset_kit.datasets import TupleDataset
+from dataset_kit.engine import Engine
 from dataset_kit.io._engine_iter import NativeDataIter
 from dataset_kit.io._options import ignore_unknown
 from dataset_kit.io.data_iter import DataDesc
 from dataset_kit.io.errors import mxnet_error
-from dataset_kit.iterators._engine import Engine
 
 _logger = logging.getLogger(__name__)
 

@@ -26,10 +26,10 @@ import numpy as np
 
 from dataset_kit._checks import positive_int
 from dataset_kit.datasets import TupleDataset
+from dataset_kit.engine import Engine
 from dataset_kit.io._engine_iter import EngineDataIter
 from dataset_kit.io._inputs import to_numpy
 from dataset_kit.io.data_iter import DataDesc
-from dataset_kit.iterators._engine import Engine
 
 _POLICIES = {"pad": ("pad", "padding"), "discard": ("discard", "padding"),
              "roll_over": ("rollover", "rolled")}

@@ -15,9 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from dataset_kit.iterators import _checkpoint
-from dataset_kit.iterators._engine import Engine
-from dataset_kit.iterators._orders import SamplerMismatchError
+from dataset_kit.engine import Engine, states as _checkpoint
+from dataset_kit.engine.errors import SamplerMismatchError
 from dataset_kit.iterators.iterator import Iterator
 
 # Chainer's keys, in the order Chainer's iterators serialize them.
@@ -77,7 +76,7 @@ class ChainerIterator(Iterator):
     @property
     def batch_size(self) -> int:
         """Examples per batch."""
-        return self._engine.spec.batch_size
+        return self._engine.batch_size
 
     @property
     def repeat(self) -> bool:
@@ -266,8 +265,8 @@ class ChainerIterator(Iterator):
         previous = got["previous_epoch_detail"]
         if previous is None:
             # Chainer's guess for snapshots older than previous_epoch_detail.
-            n = engine.spec.epoch_size
-            previous = epoch + (position - engine.spec.batch_size) / n
+            n = engine.epoch_size
+            previous = epoch + (position - engine.batch_size) / n
             previous = max(previous, 0.0) if epoch + position / n > 0 else -1.0
         state = self.state_dict()
         state.update(epoch=epoch, current_position=position,

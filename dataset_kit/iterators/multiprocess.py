@@ -7,10 +7,9 @@ from collections.abc import Callable
 from typing import Any
 
 from dataset_kit._checks import positive_int
+from dataset_kit.engine import DEFAULT_BATCH_TIMEOUT, Engine, ExecutorSpec
 from dataset_kit.iterators._chainer_api import ChainerIterator
-from dataset_kit.iterators._engine import Engine
-from dataset_kit.iterators._executor_spec import DEFAULT_BATCH_TIMEOUT, ExecutorSpec
-from dataset_kit.iterators._process_pool import TimeoutWarning
+from dataset_kit.engine.errors import TimeoutWarning
 
 
 class MultiprocessIterator(ChainerIterator):

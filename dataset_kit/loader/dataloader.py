@@ -30,8 +30,7 @@ import numpy as np
 
 from dataset_kit._checks import non_negative_int
 from dataset_kit.convert import to_device
-from dataset_kit.iterators._engine import Engine
-from dataset_kit.iterators._executor_spec import ExecutorSpec
+from dataset_kit.engine import Engine, ExecutorSpec
 from dataset_kit.loader.batchify import default_batchify_fn
 from dataset_kit.loader.samplers import (
     LAST_BATCH,
@@ -150,19 +149,14 @@ class DataLoader:
 
     def __iter__(self) -> Iterator[Any]:
         engine = self._engine
-        if engine.spec.epoch_size == 0 or engine.skip_empty_epoch():
-            return  # an epoch without a (full) batch yields nothing, as in Gluon
-        while True:
-            batch = engine.next()
+        for batch in engine.epoch():  # an epoch without a (full) batch yields nothing, as in Gluon
             yield to_device(self._device, batch, self._pin_memory)
-            if engine.position.is_new_epoch:
-                return
 
     def __len__(self) -> int:
         """Batches in the current epoch (rolled-over examples included)."""
         if self._own_batches is not None:
             return len(self._own_batches.batch_sampler)
-        return self._engine.spec.batches_per_epoch(self._engine.position.carry)
+        return self._engine.batches_in_epoch()
 
     def state_dict(self) -> dict:
         """Return the loader's position: a small JSON-ready dict."""

@@ -16,7 +16,7 @@ import numpy as np
 
 from dataset_kit._checks import non_negative_int, positive_int
 from dataset_kit._example_context import ORDER_STREAM
-from dataset_kit.iterators.order_samplers import OrderSampler, draw_seed
+from dataset_kit.engine import BatchListOrder, IterableOrder, OrderSampler, draw_seed
 
 LAST_BATCH = ("keep", "discard", "rollover")
 
@@ -184,46 +184,6 @@ class BatchSampler:
         if self.last_batch == "discard":
             return n // self.batch_size
         return (len(self._carry) + n) // self.batch_size
-
-
-class IterableOrder(OrderSampler):
-    """Any iterable of indices as an engine order sampler, asked once per epoch."""
-
-    def __init__(self, sampler: Any) -> None:
-        self.sampler = sampler
-        self.state_kind = f"iterable:{type(sampler).__qualname__}"
-
-    def __call__(self, current_order: np.ndarray, current_position: int) -> np.ndarray:
-        return np.fromiter((int(i) for i in self.sampler), dtype=np.int64)
-
-
-class BatchListOrder(OrderSampler):
-    """A batch sampler of any kind (an iterable of index lists) as an engine order.
-
-    Asked once per epoch; the engine cuts the epoch at its batches' ends
-    (:meth:`batch_stops`), and a checkpoint carries the epoch's order and ends.
-
-    Raises:
-        ValueError: (when asked) if the batch sampler yields an empty batch.
-    """
-
-    def __init__(self, batch_sampler: Any) -> None:
-        self.batch_sampler = batch_sampler
-        self.state_kind = f"batches:{type(batch_sampler).__qualname__}"
-        self._stops = np.zeros(0, np.int64)
-
-    def __call__(self, current_order: np.ndarray, current_position: int) -> np.ndarray:
-        batches = [np.asarray([int(i) for i in batch], dtype=np.int64)
-                   for batch in self.batch_sampler]
-        if any(len(b) == 0 for b in batches):
-            raise ValueError(f"batch sampler {type(self.batch_sampler).__name__} yielded an "
-                             f"empty batch")
-        self._stops = np.cumsum([len(b) for b in batches], dtype=np.int64)
-        return np.concatenate(batches) if batches else np.zeros(0, np.int64)
-
-    def batch_stops(self) -> np.ndarray:
-        """Where the batches of the order last returned end."""
-        return self._stops
 
 
 def as_order_sampler(sampler: Any) -> OrderSampler:

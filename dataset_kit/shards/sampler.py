@@ -20,7 +20,7 @@ import numpy as np
 
 from dataset_kit._checks import non_negative_int, positive_int
 from dataset_kit._example_context import ORDER_STREAM
-from dataset_kit.iterators.order_samplers import OrderSampler, draw_seed
+from dataset_kit.engine import OrderSampler, draw_seed
 from dataset_kit.shards.manifest import Manifest
 
 

@@ -3,7 +3,7 @@
 ========================  ===================================================
 NNabla                    here
 ========================  ===================================================
-``DataIterator``          an :class:`~dataset_kit.iterators._engine.Engine` over
+``DataIterator``          an :class:`~dataset_kit.engine.Engine` over
                           the source, batches stacked by
                           :func:`~dataset_kit.concat_examples`
 ``size``                  the source's size: every example is served each
@@ -40,8 +40,7 @@ import numpy as np
 
 from dataset_kit._checks import positive_int
 from dataset_kit.convert import concat_examples
-from dataset_kit.iterators._engine import Engine
-from dataset_kit.iterators._executor_spec import DEFAULT_BATCH_TIMEOUT, ExecutorSpec
+from dataset_kit.engine import DEFAULT_BATCH_TIMEOUT, Engine, ExecutorSpec
 from dataset_kit.sources.csv_source import CsvDataSource
 from dataset_kit.sources.data_source import (
     ConcatDataSource,

@@ -1,41 +1,39 @@
 """A complete front door: one epoch per ``iter()``, like Gluon's DataLoader.
 
 It owns no loop, thread or state: the constructor builds an engine, and the
-rest translates names. Threads or processes come from the executor passed in.
+rest translates names. It imports public names of :mod:`dataset_kit.engine`
+only; threads or processes come from the :class:`ExecutorSpec` passed in.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
-from dataset_kit.iterators._engine import Engine
-from dataset_kit.iterators._executors import SerialExecutor
+from dataset_kit.engine import Engine, ExecutorSpec
 
 
 class EpochLoader:
+    """Batches of ``dataset``, one epoch per ``iter()``, resumable from ``state_dict()``."""
+
     def __init__(self, dataset: Any, batch_size: int, shuffle: bool = False,
                  last_batch: str = "keep", seed: int | None = None,
-                 executor: Any = None) -> None:
+                 executor: ExecutorSpec | None = None) -> None:
         self._engine = Engine(dataset, batch_size=batch_size, shuffle=shuffle, seed=seed,
-                              last_batch=last_batch,
-                              executor=executor or SerialExecutor(dataset))
+                              last_batch=last_batch, executor=executor or ExecutorSpec())
 
-    def __iter__(self):
-        # An epoch ends with the batch that sets is_new_epoch; an epoch without
-        # a full batch ('discard', 'rollover') yields nothing.
-        if self._engine.skip_empty_epoch():
-            return
-        while True:
-            batch = self._engine.next()
-            yield batch
-            if self._engine.position.is_new_epoch:
-                return
+    def __iter__(self) -> Iterator[Any]:
+        # The engine ends the epoch; an epoch without a full batch yields nothing.
+        return self._engine.epoch()
 
     def __len__(self) -> int:
-        return self._engine.spec.batches_per_epoch(self._engine.position.carry)
+        return self._engine.batches_in_epoch()
 
     def state_dict(self) -> dict:
         return self._engine.state_dict()
 
     def load_state_dict(self, state: dict) -> None:
         self._engine.load_state_dict(state)
+
+    def close(self) -> None:
+        self._engine.close()

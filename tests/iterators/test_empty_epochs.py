@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from dataset_kit.iterators import SerialIterator
-from dataset_kit.iterators._engine import Engine
-from dataset_kit.iterators._statemachine import Position, advance
+from dataset_kit.engine._engine import Engine
+from dataset_kit.engine._statemachine import Position, advance
 
 
 def identity(epoch):

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dataset_kit.iterators._executors import ProcessExecutor, ThreadExecutor
+from dataset_kit.engine._executors import ProcessExecutor, ThreadExecutor
 
 PATH = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "examples", "epoch_loader.py")
 spec = importlib.util.spec_from_file_location("epoch_loader", PATH)

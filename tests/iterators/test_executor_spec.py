@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dataset_kit.iterators import DEFAULT_BATCH_TIMEOUT, ExecutorSpec, make_executor
-from dataset_kit.iterators._executors import ProcessExecutor, SerialExecutor, ThreadExecutor
+from dataset_kit.engine._executors import ProcessExecutor, SerialExecutor, ThreadExecutor
 
 
 def test_defaults_are_serial_with_the_documented_timeout():

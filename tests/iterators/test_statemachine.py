@@ -2,7 +2,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dataset_kit.iterators._statemachine import Position, advance
+from dataset_kit.engine._statemachine import Position, advance
 
 
 def identity(epoch):

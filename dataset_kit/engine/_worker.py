@@ -18,9 +18,9 @@ import traceback
 from typing import Any, NoReturn
 
 from dataset_kit import _gather
-from dataset_kit.iterators import _lifeline, _shm
-from dataset_kit.iterators._fetch import fetch_batch
-from dataset_kit.iterators._messages import (
+from dataset_kit.engine import _lifeline, _shm
+from dataset_kit.engine._fetch import fetch_batch
+from dataset_kit.engine._messages import (
     Done,
     Failed,
     Forget,
@@ -29,7 +29,7 @@ from dataset_kit.iterators._messages import (
     Task,
     WorkerConfig,
 )
-from dataset_kit.iterators._statemachine import BatchPlan
+from dataset_kit.engine._statemachine import BatchPlan
 
 _PR_SET_NAME = 15
 # Held while this worker creates a shared-memory block, and for good once it exits.

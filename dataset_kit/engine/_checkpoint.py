@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from dataset_kit.iterators._spec import BatchSpec
-from dataset_kit.iterators._statemachine import Position
+from dataset_kit.engine._spec import BatchSpec
+from dataset_kit.engine._statemachine import Position
 
 STATE_FORMAT = "dataset_kit.iterator"
 STATE_VERSION = 2

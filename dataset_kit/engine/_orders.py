@@ -23,9 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from dataset_kit.iterators._checkpoint import short
-from dataset_kit.iterators._statemachine import Position
-from dataset_kit.iterators.order_samplers import ShuffleOrderSampler, sampler_kind
+from dataset_kit.engine._checkpoint import short
+from dataset_kit.engine._statemachine import Position
+from dataset_kit.engine.errors import SamplerMismatchError
+from dataset_kit.engine.protocols import BatchStops, RandomAccessOrder, StatefulSampler
+from dataset_kit.engine.samplers import ShuffleOrderSampler, sampler_kind
 
 NO_SAMPLER = "none"
 # Samplers whose every order is a permutation of range(len(dataset)): a saved
@@ -33,10 +35,6 @@ NO_SAMPLER = "none"
 # in-range indices (its iterators check only an order's length), so for those
 # a saved order is checked for shape, range and length alone.
 PERMUTING_KINDS = frozenset({ShuffleOrderSampler.state_kind})
-
-
-class SamplerMismatchError(ValueError):
-    """A state was saved with another kind of order sampler than this iterator's."""
 
 
 class Orders:
@@ -62,10 +60,9 @@ class Orders:
         self._starts: dict[int, int] = {}
         # A batch sampler's own batch ends per epoch (see stops_of).
         self._stops: dict[int, np.ndarray] = {}
-        self.stops_of = self._stops_of if callable(getattr(sampler, "batch_stops", None)) \
-            else None
+        self.stops_of = self._stops_of if isinstance(sampler, BatchStops) else None
         first = None
-        if sampler is not None and callable(getattr(sampler, "epoch_order", None)):
+        if isinstance(sampler, RandomAccessOrder):
             first = sampler.epoch_order(0, size)
         self.recomputable = sampler is None or first is not None
         if first is not None:
@@ -188,9 +185,8 @@ class Orders:
         pending) the one before it.
         """
         state: dict[str, Any] = {"kind": self.kind}
-        own = getattr(self.sampler, "state_dict", None)
-        if callable(own):
-            sampler_state = own()
+        if isinstance(self.sampler, StatefulSampler):
+            sampler_state = self.sampler.state_dict()
             if sampler_state is not None:
                 state["state"] = sampler_state
         stored = self.sampler is not None and not self.recomputable

@@ -27,9 +27,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from dataset_kit.iterators import _shm
-from dataset_kit.iterators._lifeline import Lifeline, keep_from_children, release
-from dataset_kit.iterators._messages import (
+from dataset_kit.engine import _shm
+from dataset_kit.engine.errors import BatchTimeoutError, TimeoutWarning, WorkerDiedError, WorkerError
+from dataset_kit.engine._lifeline import Lifeline, keep_from_children, release
+from dataset_kit.engine._messages import (
     Done,
     Failed,
     Forget,
@@ -38,45 +39,13 @@ from dataset_kit.iterators._messages import (
     Task,
     WorkerConfig,
 )
-from dataset_kit.iterators._transport import Channel, Transport, _Undecodable
-from dataset_kit.iterators._worker import worker_main
+from dataset_kit.engine._transport import Channel, Transport, _Undecodable
+from dataset_kit.engine._worker import worker_main
 
 # The longest the caller's thread sleeps between checks of the timeouts.
 POLL_SECONDS = 0.25
 # How long close() lets workers finish before killing them.
 STOP_GRACE_SECONDS = 1.0
-
-
-class TimeoutWarning(RuntimeWarning):
-    """A batch has taken longer than ``dataset_timeout`` seconds to build."""
-
-
-class WorkerError(RuntimeError):
-    """A worker process raised while building a batch.
-
-    The message names the worker and its pid and holds the worker's
-    traceback; ``__cause__`` is the original exception when it could be
-    pickled. The iterator stays usable: the next call retries the batch.
-    """
-
-
-class BatchTimeoutError(WorkerError, TimeoutError):
-    """A worker stayed silent for longer than the iterator's ``timeout``.
-
-    Raised when the batch the caller waits for has not arrived and its worker
-    has sent nothing for ``timeout`` seconds (a dataset stuck in I/O, a
-    stopped process). The message names the worker, its pid and how long it
-    has been silent. The iterator stops every worker: a worker that hangs
-    leaves the pipeline in an unknown state.
-    """
-
-
-class WorkerDiedError(WorkerError):
-    """A worker process died (a signal, ``os._exit``, a crash).
-
-    The message names the worker's pid and its exit code or signal. The
-    iterator has stopped every worker and cannot continue.
-    """
 
 
 @dataclass

@@ -16,19 +16,21 @@ from __future__ import annotations
 
 import copy
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from dataset_kit._checks import non_negative_int, positive_int
-from dataset_kit.iterators import _checkpoint
-from dataset_kit.iterators._executor_spec import ExecutorSpec, make_executor
-from dataset_kit.iterators._executors import Executor, SerialExecutor
-from dataset_kit.iterators._orders import Orders
-from dataset_kit.iterators._spec import BatchSpec
-from dataset_kit.iterators._statemachine import BatchPlan, Position
-from dataset_kit.iterators.order_samplers import ShuffleOrderSampler, draw_seed
+from dataset_kit.engine import _checkpoint
+from dataset_kit.engine._executor_spec import ExecutorSpec, make_executor
+from dataset_kit.engine._executors import Executor, SerialExecutor
+from dataset_kit.engine._orders import Orders
+from dataset_kit.engine.protocols import BatchStops
+from dataset_kit.engine._spec import BatchSpec
+from dataset_kit.engine._statemachine import BatchPlan, Position
+from dataset_kit.engine.samplers import ShuffleOrderSampler, draw_seed
 
 
 @dataclass(frozen=True)
@@ -82,7 +84,7 @@ class Engine:
                  seed: int | None = None, last_batch: str | None = None,
                  executor: Executor | ExecutorSpec | None = None,
                  hold_between_epochs: bool = False) -> None:
-        if batch_size is not None or not callable(getattr(order_sampler, "batch_stops", None)):
+        if batch_size is not None or not isinstance(order_sampler, BatchStops):
             positive_int("batch_size", batch_size)
         if shuffle is not None and order_sampler is not None:
             raise ValueError(
@@ -91,27 +93,103 @@ class Engine:
             )
         if order_sampler is not None and not callable(order_sampler):
             raise TypeError(f"order_sampler must be callable, got {type(order_sampler).__name__}")
-        self.seed = draw_seed() if seed is None else non_negative_int("seed", seed)
+        self._seed = draw_seed() if seed is None else non_negative_int("seed", seed)
         if order_sampler is None and (shuffle is None or shuffle):
-            order_sampler = ShuffleOrderSampler(self.seed)
-        self.dataset = dataset
-        self.order_sampler = order_sampler
-        self.dataset_length = len(dataset)
-        self._orders = Orders(order_sampler, self.dataset_length)
+            order_sampler = ShuffleOrderSampler(self._seed)
+        self._dataset = dataset
+        self._order_sampler = order_sampler
+        self._dataset_length = len(dataset)
+        self._orders = Orders(order_sampler, self._dataset_length)
         if batch_size is None:
             sizes = np.diff(self._orders.stops_of(0), prepend=0)
             batch_size = int(sizes.max()) if len(sizes) else 1
-        self.spec = BatchSpec(batch_size, self._orders.epoch_size, bool(repeat), last_batch)
+        self._spec = BatchSpec(batch_size, self._orders.epoch_size, bool(repeat), last_batch)
         if isinstance(executor, ExecutorSpec):
             executor = make_executor(executor, dataset)
         self._executor = SerialExecutor(dataset) if executor is None else executor
         self._hold = bool(hold_between_epochs)
-        self.position = Position()
+        self._position = Position()
         self._planned = Position()
         self._pending: deque = deque()  # (position after, plan, handle), in plan order
         self._deferred: BaseException | None = None
-        self.last_plan: BatchPlan | None = None
+        self._last_plan: BatchPlan | None = None
         self._most_in_flight = 0
+
+    # -- what doors read ---------------------------------------------------------
+
+    @property
+    def dataset(self) -> Any:
+        """The dataset batches are built from."""
+        return self._dataset
+
+    @property
+    def dataset_length(self) -> int:
+        """``len(dataset)``, taken once at construction."""
+        return self._dataset_length
+
+    @property
+    def seed(self) -> int:
+        """The seed of the shuffle and of :func:`~dataset_kit.example_rng` (kept in states)."""
+        return self._seed
+
+    @property
+    def order_sampler(self) -> Any:
+        """The order sampler (the engine's own copy after a state was loaded), or None."""
+        return self._order_sampler
+
+    @property
+    def spec(self) -> BatchSpec:
+        """The batching spec: batch size, epoch size, repeat and last-batch policy."""
+        return self._spec
+
+    @property
+    def batch_size(self) -> int:
+        """Examples per batch (the largest of a sampler's own batches)."""
+        return self._spec.batch_size
+
+    @property
+    def epoch_size(self) -> int:
+        """Examples per epoch."""
+        return self._spec.epoch_size
+
+    @property
+    def position(self) -> Position:
+        """Where the caller is: the state after the last batch handed out (immutable)."""
+        return self._position
+
+    @property
+    def last_plan(self) -> BatchPlan | None:
+        """The plan of the last batch handed out (its indices, epochs and pad), or None."""
+        return self._last_plan
+
+    def batches_in_epoch(self) -> int:
+        """Return how many batches the current epoch gives, rolled-over examples included."""
+        return self._spec.batches_per_epoch(self._position.carry)
+
+    def epoch(self) -> Iterator[Any]:
+        """Yield the batches of one epoch: the one in progress, or the next one.
+
+        Ends after the batch that ends the epoch, or when a non-repeating
+        engine has no batch left. An epoch without a batch (an empty
+        dataset, or ``'discard'``/``'rollover'`` with batches larger than
+        the epoch) yields nothing and is consumed. This is the loop every
+        door that gives one epoch per ``iter()`` uses.
+
+        Raises:
+            RuntimeError: if the executor was closed or has failed.
+            Exception: whatever building a batch raised (the batch was not
+                consumed).
+        """
+        if self._spec.epoch_size == 0 or self.skip_empty_epoch():
+            return
+        while True:
+            try:
+                batch = self.next()
+            except StopIteration:
+                return
+            yield batch
+            if self._position.is_new_epoch:
+                return
 
     # -- batches ---------------------------------------------------------------
 
@@ -126,7 +204,7 @@ class Engine:
             Exception: whatever building the batch raised; the batch was not
                 consumed, so the next call asks for it again.
         """
-        spec = self.spec
+        spec = self._spec
         if spec.repeat and spec.epoch_size and not spec.yields_batches:
             raise ValueError(
                 f"last_batch={spec.last_batch!r} with batch_size={spec.batch_size} larger than "
@@ -177,7 +255,7 @@ class Engine:
         Raises:
             RuntimeError: if the executor was closed or has failed.
         """
-        p, spec = self.position, self.spec
+        p, spec = self._position, self._spec
         if not (spec.repeat and spec.epoch_size and p.current_position == 0
                 and spec.last_batch in ("discard", "rollover")
                 and spec.batches_per_epoch(p.carry) == 0):
@@ -194,12 +272,12 @@ class Engine:
         return True
 
     def _consume(self, position: Position, plan: BatchPlan) -> None:
-        if position.epoch != self.position.epoch:
+        if position.epoch != self._position.epoch:
             # Keep the orders a rolled-over batch still takes examples from.
-            reach = -(-position.carry // self.spec.epoch_size) if position.carry else 1
+            reach = -(-position.carry // self._spec.epoch_size) if position.carry else 1
             self._orders.forget_before(position.epoch - reach + 1)
-        self.position = position
-        self.last_plan = plan
+        self._position = position
+        self._last_plan = plan
 
     def prefetch(self) -> None:
         """Start building the next batches now, before the first ``next()``.
@@ -219,17 +297,17 @@ class Engine:
         executor, pending, orders = self._executor, self._pending, self._orders
         while len(pending) < executor.depth:
             planned = self._planned
-            if self._hold and planned.epoch > self.position.epoch:
+            if self._hold and planned.epoch > self._position.epoch:
                 return  # the caller has not started that epoch yet
             if not orders.recomputable:
                 orders.note_start(planned.epoch, planned.current_position)
-            step = self.spec.advance(planned, orders.order_of, orders.stops_of)
+            step = self._spec.advance(planned, orders.order_of, orders.stops_of)
             if step is None:
                 return
             position, plan = step
             self._planned = position
             # An empty step (an epoch without a batch) is not built anywhere.
-            handle = executor.submit(plan, self.seed) if len(plan.indices) else None
+            handle = executor.submit(plan, self._seed) if len(plan.indices) else None
             pending.append((position, plan, handle))
             self._most_in_flight = max(self._most_in_flight, len(pending))
 
@@ -238,7 +316,7 @@ class Engine:
         self._pending.clear()
         if handles:
             self._executor.cancel(handles)
-        self._planned = self.position
+        self._planned = self._position
 
     @property
     def depth(self) -> int:
@@ -255,7 +333,7 @@ class Engine:
         # A copy starts from the consumed position: batches in flight (and
         # the threads or processes building them) belong to the original.
         state = self.__dict__.copy()
-        state.update(_pending=deque(), _planned=self.position, _deferred=None)
+        state.update(_pending=deque(), _planned=self._position, _deferred=None)
         return state
 
     def __copy__(self) -> Engine:
@@ -270,15 +348,15 @@ class Engine:
     @property
     def epoch_detail(self) -> float:
         """Epochs consumed, as a float: ``epoch + current_position / epoch_size``."""
-        n = self.spec.epoch_size
-        return float(self.position.epoch) if n == 0 else \
-            self.position.epoch + self.position.current_position / n
+        n = self._spec.epoch_size
+        return float(self._position.epoch) if n == 0 else \
+            self._position.epoch + self._position.current_position / n
 
     def current_order(self, epoch: int | None = None) -> np.ndarray | None:
         """Return the order of the current epoch, or of ``epoch`` (None: identity, or an
         empty dataset)."""
-        epoch = self.position.epoch if epoch is None else epoch
-        return self._orders.order_of(epoch) if self.spec.epoch_size else None
+        epoch = self._position.epoch if epoch is None else epoch
+        return self._orders.order_of(epoch) if self._spec.epoch_size else None
 
     def pin_current_order(self, order: Any) -> None:
         """Use ``order`` for the rest of the current epoch (a Chainer snapshot's order).
@@ -287,10 +365,10 @@ class Engine:
             ValueError: if the iterator has no order sampler, or ``order`` does
                 not fit its epochs.
         """
-        if self.order_sampler is None:
+        if self._order_sampler is None:
             raise ValueError("this iterator visits examples in order; it has no order to pin")
         self._discard_planned()
-        self._orders.pin(self.position.epoch, order)
+        self._orders.pin(self._position.epoch, order)
 
     def start_next_epoch(self, keep_rollover: bool = True) -> None:
         """Leave the epoch in progress: the next batch opens the next epoch.
@@ -299,7 +377,7 @@ class Engine:
         nothing changes, except that ``keep_rollover=False`` drops examples
         waiting to roll over into the next epoch.
         """
-        p = self.position
+        p = self._position
         # At a boundary the last batch ended an epoch (a crossing batch may have
         # begun the next one already), or nothing was consumed yet.
         if p.is_new_epoch or p.previous_epoch_detail is None:
@@ -309,7 +387,7 @@ class Engine:
         else:
             next_position = Position(p.epoch + 1, 0, True, self.epoch_detail, 0)
         self._discard_planned()
-        self.position = self._planned = next_position
+        self._position = self._planned = next_position
 
     def reset(self) -> None:
         """Start over from the first batch of epoch 0 (reopening a closed executor).
@@ -320,8 +398,8 @@ class Engine:
         self._discard_planned()
         self._deferred = None
         self._orders.clear()
-        self.position = self._planned = Position()
-        self.last_plan = None
+        self._position = self._planned = Position()
+        self._last_plan = None
         self._executor.reopen()
 
     def close(self) -> None:
@@ -343,14 +421,14 @@ class Engine:
                 a rolled-over tail longer than an epoch (only the previous
                 epoch's order is kept).
         """
-        p = self.position
-        if p.carry > self.spec.epoch_size and not self._orders.recomputable:
+        p = self._position
+        if p.carry > self._spec.epoch_size and not self._orders.recomputable:
             raise ValueError(
                 f"cannot checkpoint a rolled-over tail of {p.carry} examples that spans several "
-                f"epochs of {self.spec.epoch_size} with order sampler {self._orders.kind!r}: "
+                f"epochs of {self._spec.epoch_size} with order sampler {self._orders.kind!r}: "
                 f"it keeps one order per epoch; use a seeded sampler")
         sampler = self._orders.state_dict(p.epoch, with_previous=p.carry > 0)
-        return _checkpoint.make_state(self.spec, self.dataset_length, p, self.seed, sampler)
+        return _checkpoint.make_state(self._spec, self._dataset_length, p, self._seed, sampler)
 
     def load_state_dict(self, state: dict) -> None:
         """Restore a state from :meth:`state_dict` of any engine over the same data.
@@ -364,11 +442,11 @@ class Engine:
                 batching spec or order sampler.
         """
         # Check everything first, then apply: a rejected state changes nothing.
-        state = _checkpoint.read_state(state, self.spec, self.dataset_length, self._orders.kind)
+        state = _checkpoint.read_state(state, self._spec, self._dataset_length, self._orders.kind)
         position = _checkpoint.position_of(state)
         orders = self._orders.loaded(state["order_sampler"], position)
         self._discard_planned()
         self._deferred = None
         self._orders = orders
-        self.seed = int(state["seed"])
-        self.position = self._planned = position
+        self._seed = int(state["seed"])
+        self._position = self._planned = position

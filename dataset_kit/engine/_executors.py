@@ -21,17 +21,17 @@ from typing import Any, Protocol
 import numpy as np
 
 from dataset_kit.dataset import builds_one_by_one
-from dataset_kit.iterators import _shm
+from dataset_kit.engine import _shm
 from concurrent.futures import TimeoutError as FutureTimeout
 
-from dataset_kit.iterators._fetch import fetch_batch
-from dataset_kit.iterators._process_pool import (
+from dataset_kit.engine._fetch import fetch_batch
+from dataset_kit.engine._process_pool import (
     BatchTimeoutError,
     ProcessPool,
     WorkerDiedError,
     WorkerError,
 )
-from dataset_kit.iterators._statemachine import BatchPlan
+from dataset_kit.engine._statemachine import BatchPlan
 
 Converter = Callable[[Any], Any]
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dataset_kit._checks import positive_int
-from dataset_kit.iterators._executors import (
+from dataset_kit.engine._executors import (
     Executor,
     ProcessExecutor,
     SerialExecutor,

@@ -11,7 +11,7 @@ from typing import Any
 
 from dataset_kit import _example_context
 from dataset_kit.dataset import fetch_examples
-from dataset_kit.iterators._statemachine import BatchPlan
+from dataset_kit.engine._statemachine import BatchPlan
 
 
 def fetch_batch(dataset: Any, plan: BatchPlan, seed: int) -> Any:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dataset_kit._checks import non_negative_int, positive_int
-from dataset_kit.iterators._statemachine import (
+from dataset_kit.engine._statemachine import (
     LAST_BATCH_POLICIES,
     BatchPlan,
     OrderOf,
@@ -25,7 +25,7 @@ class BatchSpec:
         repeat: whether epochs repeat forever.
         last_batch: how an epoch ends: None (Chainer's), ``'keep'``,
             ``'discard'``, ``'rollover'`` or ``'pad'``; see
-            :mod:`dataset_kit.iterators._statemachine`.
+            :mod:`dataset_kit.engine._statemachine`.
 
     A ``'discard'`` or ``'rollover'`` spec whose batches are larger than its
     epochs is valid: some epochs have no batch (see :attr:`yields_batches`).

@@ -1,0 +1,77 @@
+"""The engine: one order, one batching state machine, one way to build batches.
+
+Every front door (``iterators`` for Chainer, ``loader`` for Gluon, ``io`` for
+MXNet, ``sources`` for NNabla, ``distributed``, ``shards``, ``torch``) is a
+table of translations onto the names below, and uses no others:
+
+* :class:`Engine` — batches of a dataset in an order it owns; ``next()``,
+  ``epoch()`` (the batches of one epoch), ``state_dict()`` /
+  ``load_state_dict()``, and read-only properties for what a door reports
+  (``position``, ``last_plan``, ``batch_size``, ``epoch_size``...).
+* :class:`ExecutorSpec` and :func:`make_executor` — where batches are built
+  (serial, threads, processes), checked once; :data:`DEFAULT_BATCH_TIMEOUT`.
+* The sampler capabilities (:mod:`~dataset_kit.engine.protocols`): any
+  callable order sampler, plus :class:`RandomAccessOrder`,
+  :class:`BatchStops`, :class:`StatefulSampler`; :class:`OrderSampler` and
+  :class:`ShuffleOrderSampler` are ready implementations.
+* The converter hook (:data:`Converter`, ``ExecutorSpec(converter=...)``).
+* Adapters for users' samplers: :class:`IterableOrder` (an iterable of
+  indices) and :class:`BatchListOrder` (an iterable of index lists).
+* :mod:`~dataset_kit.engine.errors`: what a worker's failure raises.
+
+Everything in a module whose name starts with ``_`` is private to the engine.
+"""
+
+from dataset_kit.engine._engine import Engine, EngineStatistics
+from dataset_kit.engine._executor_spec import DEFAULT_BATCH_TIMEOUT, ExecutorSpec, make_executor
+from dataset_kit.engine._spec import BatchSpec
+from dataset_kit.engine._statemachine import BatchPlan, Position
+from dataset_kit.engine.errors import (
+    BatchTimeoutError,
+    SamplerMismatchError,
+    TimeoutWarning,
+    WorkerDiedError,
+    WorkerError,
+)
+from dataset_kit.engine.protocols import (
+    BatchStops,
+    Converter,
+    OrderSamplerLike,
+    RandomAccessOrder,
+    SizedDataset,
+    StatefulSampler,
+)
+from dataset_kit.engine.samplers import (
+    BatchListOrder,
+    IterableOrder,
+    OrderSampler,
+    ShuffleOrderSampler,
+    draw_seed,
+)
+
+__all__ = [
+    "DEFAULT_BATCH_TIMEOUT",
+    "BatchListOrder",
+    "BatchPlan",
+    "BatchSpec",
+    "BatchStops",
+    "BatchTimeoutError",
+    "Converter",
+    "Engine",
+    "EngineStatistics",
+    "ExecutorSpec",
+    "IterableOrder",
+    "OrderSampler",
+    "OrderSamplerLike",
+    "Position",
+    "RandomAccessOrder",
+    "SamplerMismatchError",
+    "ShuffleOrderSampler",
+    "SizedDataset",
+    "StatefulSampler",
+    "TimeoutWarning",
+    "WorkerDiedError",
+    "WorkerError",
+    "draw_seed",
+    "make_executor",
+]

@@ -1,0 +1,65 @@
+"""What the engine asks of order samplers and datasets, as ``typing.Protocol``\\ s.
+
+An order sampler is any callable with Chainer's signature; each further
+capability is a protocol of its own, and the engine checks for it with
+``isinstance`` (the protocols are runtime-checkable), never by probing names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+
+@runtime_checkable
+class OrderSamplerLike(Protocol):
+    """Chainer's protocol: called at each epoch start, returns the next epoch's order."""
+
+    def __call__(self, current_order: np.ndarray, current_position: int) -> np.ndarray: ...
+
+
+@runtime_checkable
+class RandomAccessOrder(Protocol):
+    """A sampler that answers "the order of epoch ``e``" as a pure function.
+
+    ``epoch_order`` returns None when it cannot (then the sampler is asked
+    once per epoch, and checkpoints carry the current order).
+    """
+
+    def epoch_order(self, epoch: int, size: int) -> np.ndarray | None: ...
+
+
+@runtime_checkable
+class BatchStops(Protocol):
+    """A sampler that also cuts its epoch into batches of its own.
+
+    ``batch_stops`` returns where the batches of the order last returned end.
+    """
+
+    def batch_stops(self) -> np.ndarray: ...
+
+
+@runtime_checkable
+class StatefulSampler(Protocol):
+    """A sampler whose orders depend on a JSON-ready state of its own (a seed, a stage)."""
+
+    def state_dict(self) -> dict | None: ...
+
+    def load_state_dict(self, state: dict | None) -> None: ...
+
+
+@runtime_checkable
+class SizedDataset(Protocol):
+    """What the engine needs of a dataset: a length and examples by index."""
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, index: Any) -> Any: ...
+
+
+#: The converter hook: ``ExecutorSpec(converter=fn)`` applies ``fn`` to each
+#: batch (the list of examples, or the dataset's own batch) where the batch is
+#: built, in a worker thread or process, before it reaches the door.
+Converter = Callable[[Any], Any]
