@@ -31,6 +31,9 @@ ALLOWED = {
     # im2rec (the record-packing tool) reads images with Chainer's iterators
     # to use worker processes; it is a tool next to the format, not storage.
     ("recordio", "iterators"),
+    # MXNet keeps ImageIter in mx.image, so dataset_kit.image resolves the name
+    # ImageIter lazily (a module __getattr__) from the io door, where it is built.
+    ("image", "io"),
 }
 
 

@@ -36,7 +36,7 @@ from dataset_kit.image._draws import draws
 
 def _mxnet_error(message: str) -> Exception:
     # Imported here: dataset_kit.io imports this package, so a top-level import would cycle.
-    from dataset_kit.io.errors import mxnet_error
+    from dataset_kit._mxnet_errors import mxnet_error
     return mxnet_error(message)
 
 

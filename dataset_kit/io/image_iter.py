@@ -46,8 +46,7 @@ from dataset_kit.image.augmenters import CreateAugmenter
 from dataset_kit.image.functional import decode_hwc
 from dataset_kit.io._engine_iter import EngineDataIter
 from dataset_kit.io.data_iter import DataDesc
-from dataset_kit.iterators._engine import Engine
-from dataset_kit.iterators._executor_spec import DEFAULT_BATCH_TIMEOUT, ExecutorSpec
+from dataset_kit.engine import DEFAULT_BATCH_TIMEOUT, Engine, ExecutorSpec
 from dataset_kit.recordio.header import unpack
 from dataset_kit.recordio.record_file import IndexedRecordReader
 
