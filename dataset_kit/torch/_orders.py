@@ -1,0 +1,152 @@
+"""PyTorch's samplers as the engine's order: each epoch asked of the sampler itself.
+
+The engine asks :class:`SamplerOrder` once per epoch (Chainer's stateful
+protocol). It draws what PyTorch draws at the start of an epoch, on the same
+generators and in the same order: the loader's base seed, then every index
+the (batch) sampler yields. So the batches are PyTorch's for the same
+generator seed, whatever the sampler. The epoch's batches become the
+engine's order and batch ends (the checkpoint carries them); the generator
+states and a torchdata-style ``sampler.state_dict()`` after each draw are
+kept, so a checkpoint can restore what the following epochs draw from.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import numpy as np
+import torch
+
+from dataset_kit.iterators.order_samplers import OrderSampler
+
+_KEPT_EPOCHS = 4  # draws kept: the engine plans at most one epoch ahead
+
+
+def _generators(index_sampler: Any, generator: Any) -> list:
+    """The distinct torch generators the loader and its samplers draw from."""
+    found: list = []
+    for owner in (None, index_sampler, getattr(index_sampler, "sampler", None)):
+        g = generator if owner is None else getattr(owner, "generator", None)
+        if isinstance(g, torch.Generator) and all(g is not h for h in found):
+            found.append(g)
+    return found
+
+
+def _epoch_owner(index_sampler: Any) -> Any:
+    """The sampler that has ``set_epoch`` (a DistributedSampler), if any."""
+    for owner in (index_sampler, getattr(index_sampler, "sampler", None)):
+        if callable(getattr(owner, "set_epoch", None)):
+            return owner
+    return None
+
+
+class SamplerOrder(OrderSampler):
+    """A torch sampler or batch sampler as an engine order sampler with batch ends.
+
+    Args:
+        index_sampler: the batch sampler (``batched``) or the sampler.
+        batched: whether ``index_sampler`` yields lists of indices.
+        generator: the loader's ``generator`` (None: torch's global one).
+        base_seed_every_epoch: whether each epoch draws a base seed first
+            (PyTorch does, unless ``persistent_workers``).
+    """
+
+    state_kind = "torch-sampler"
+
+    def __init__(self, index_sampler: Any, batched: bool, generator: Any,
+                 base_seed_every_epoch: bool) -> None:
+        self.index_sampler = index_sampler
+        self.batched = batched
+        self.generator = generator
+        self.base_seed_every_epoch = base_seed_every_epoch
+        self._generators = _generators(index_sampler, generator)
+        self._epoch_owner = _epoch_owner(index_sampler)
+        self._drawn = 0
+        self._after: dict[int, dict] = {}
+        self._stops = np.zeros(0, np.int64)
+        self.base_seeds: dict[int, int] = {}
+
+    def __call__(self, current_order: np.ndarray, current_position: int) -> np.ndarray:
+        epoch = self._drawn
+        if epoch == 0 or self.base_seed_every_epoch:
+            self.base_seeds[epoch] = int(
+                torch.empty((), dtype=torch.int64).random_(generator=self.generator).item())
+        order = self._draw()
+        self._after[epoch] = self._snapshot()
+        self._after.pop(epoch - _KEPT_EPOCHS, None)
+        self._drawn = epoch + 1
+        return order
+
+    def _draw(self) -> np.ndarray:
+        if self.batched:
+            batches = [[int(i) for i in batch] for batch in self.index_sampler]
+        else:
+            batches = [[int(i)] for i in self.index_sampler]
+        if any(not batch for batch in batches):
+            raise ValueError(f"batch sampler {type(self.index_sampler).__name__} yielded an "
+                             f"empty batch")
+        self._stops = np.cumsum([len(b) for b in batches], dtype=np.int64)
+        return np.fromiter((i for b in batches for i in b), dtype=np.int64,
+                           count=int(self._stops[-1]) if len(batches) else 0)
+
+    def batch_stops(self) -> np.ndarray:
+        """Where the batches of the order last drawn end."""
+        return self._stops
+
+    # -- set_epoch -------------------------------------------------------------
+
+    def stale(self, epoch: int) -> bool:
+        """Whether ``set_epoch`` was called since ``epoch``'s order was drawn."""
+        owner, after = self._epoch_owner, self._after.get(epoch)
+        return owner is not None and after is not None \
+            and after.get("sampler_epoch") != getattr(owner, "epoch", None)
+
+    def redraw(self) -> np.ndarray:
+        """Draw the latest epoch's order again (after ``set_epoch``), no base seed."""
+        order = self._draw()
+        self._after[self._drawn - 1] = self._snapshot()
+        return order
+
+    # -- checkpoints -----------------------------------------------------------
+
+    def _snapshot(self) -> dict:
+        state: dict[str, Any] = {"generators": [
+            base64.b64encode(g.get_state().numpy().tobytes()).decode("ascii")
+            for g in self._generators]}
+        own = getattr(self.index_sampler, "state_dict", None)
+        if callable(own):
+            state["sampler"] = own()
+        if self._epoch_owner is not None:
+            state["sampler_epoch"] = getattr(self._epoch_owner, "epoch", None)
+        return state
+
+    def state_after(self, epoch: int) -> dict:
+        """What the generators and sampler held once ``epoch`` was drawn."""
+        return self._after[epoch]
+
+    def check_state(self, state: Any) -> list:
+        """Return the generator states of ``state``, decoded.
+
+        Raises:
+            ValueError: if it was not made by a loader with as many generators.
+        """
+        states = state.get("generators") if isinstance(state, dict) else None
+        if not isinstance(states, list) or len(states) != len(self._generators):
+            raise ValueError(
+                f"state['torch']['generators'] must hold {len(self._generators)} generator "
+                f"state(s) (this loader's generator and its samplers'), got {states!r:.80}")
+        try:
+            return [torch.frombuffer(bytearray(base64.b64decode(s)), dtype=torch.uint8)
+                    for s in states]
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"state['torch']['generators'] is not base64: {error}") from None
+
+    def load(self, epoch: int, state: dict, decoded: list) -> None:
+        """Continue after ``epoch`` as the saved loader would have."""
+        for g, s in zip(self._generators, decoded):
+            g.set_state(s)
+        if "sampler" in state:
+            self.index_sampler.load_state_dict(state["sampler"])
+        self._after = {epoch: state}
+        self._drawn = epoch + 1
