@@ -214,6 +214,8 @@ class Engine:
     def pin_current_order(self, order: Any) -> None:
         """Use ``order`` for the rest of the current epoch (a Chainer snapshot's order).
 
+        Later epochs' orders are asked of the sampler again.
+
         Raises:
             ValueError: if the iterator has no order sampler, or ``order`` does
                 not fit its epochs.
@@ -222,6 +224,8 @@ class Engine:
             raise ValueError("this iterator visits examples in order; it has no order to pin")
         self._discard_planned()
         self._orders.pin(self.position.epoch, order)
+        # Orders planned ahead for later epochs came from the replaced one.
+        self._orders.forget_after(self.position.epoch)
 
     def start_next_epoch(self, keep_rollover: bool = True) -> None:
         """Leave the epoch in progress: the next batch opens the next epoch.
