@@ -13,6 +13,8 @@ kept, so a checkpoint can restore what the following epochs draw from.
 from __future__ import annotations
 
 import base64
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -63,20 +65,53 @@ class SamplerOrder(OrderSampler):
         self._generators = _generators(index_sampler, generator)
         self._epoch_owner = _epoch_owner(index_sampler)
         self._drawn = 0
-        self._after: dict[int, dict] = {}
+        self._open = False
+        self._before: dict[int, dict] = {}  # generator states before each epoch's draw
+        self._after: dict[int, dict] = {}  # ... and after it
+        self._uses_global: dict[int, bool] = {}
         self._stops = np.zeros(0, np.int64)
         self.base_seeds: dict[int, int] = {}
 
     def __call__(self, current_order: np.ndarray, current_position: int) -> np.ndarray:
         epoch = self._drawn
+        self._before[epoch] = self._snapshot()
+        self._before.pop(epoch - _KEPT_EPOCHS, None)
+        if self._open:
+            order = self._draw_epoch(epoch)
+        else:
+            # Ahead of PyTorch's time (construction, prefetch): torch's global
+            # generator must not move; iter() draws again in the open if the
+            # sampler turns out to use it (see redraw).
+            with torch.random.fork_rng(devices=[]):
+                order = self._draw_epoch(epoch)
+        self._drawn = epoch + 1
+        return order
+
+    def _draw_epoch(self, epoch: int) -> np.ndarray:
+        before = torch.get_rng_state()
         if epoch == 0 or self.base_seed_every_epoch:
             self.base_seeds[epoch] = int(
                 torch.empty((), dtype=torch.int64).random_(generator=self.generator).item())
         order = self._draw()
+        self._uses_global[epoch] = not torch.equal(before, torch.get_rng_state())
         self._after[epoch] = self._snapshot()
-        self._after.pop(epoch - _KEPT_EPOCHS, None)
-        self._drawn = epoch + 1
+        for kept in (self._after, self._uses_global):
+            kept.pop(epoch - _KEPT_EPOCHS, None)
         return order
+
+    @contextlib.contextmanager
+    def drawing_in_the_open(self) -> Iterator[None]:
+        """Draws made inside move torch's global generator, as PyTorch's do."""
+        self._open = True
+        try:
+            yield
+        finally:
+            self._open = False
+
+    @property
+    def drawn(self) -> int:
+        """How many epochs were drawn."""
+        return self._drawn
 
     def _draw(self) -> np.ndarray:
         if self.batched:
@@ -94,19 +129,30 @@ class SamplerOrder(OrderSampler):
         """Where the batches of the order last drawn end."""
         return self._stops
 
-    # -- set_epoch -------------------------------------------------------------
+    # -- drawing again at PyTorch's time ---------------------------------------
 
-    def stale(self, epoch: int) -> bool:
-        """Whether ``set_epoch`` was called since ``epoch``'s order was drawn."""
-        owner, after = self._epoch_owner, self._after.get(epoch)
-        return owner is not None and after is not None \
-            and after.get("sampler_epoch") != getattr(owner, "epoch", None)
+    def needs_redraw(self, epoch: int) -> bool:
+        """Whether ``epoch``, drawn ahead, must be drawn again now that iter() starts it.
 
-    def redraw(self) -> np.ndarray:
-        """Draw the latest epoch's order again (after ``set_epoch``), no base seed."""
-        order = self._draw()
-        self._after[self._drawn - 1] = self._snapshot()
-        return order
+        True when it drew from torch's global generator (PyTorch draws at
+        iter(), after whatever else used it) or ``set_epoch`` was called since.
+        """
+        if epoch >= self._drawn or epoch not in self._after:
+            return False
+        owner = self._epoch_owner
+        stale = owner is not None and \
+            self._after[epoch].get("sampler_epoch") != getattr(owner, "epoch", None)
+        return stale or self._uses_global.get(epoch, False)
+
+    def redraw(self, epoch: int) -> np.ndarray:
+        """Draw ``epoch`` again, in the open, from the same generator states.
+
+        Epochs drawn after it are forgotten (the engine forgets their orders
+        when this one is pinned) and will be drawn again.
+        """
+        self._restore(self._before[epoch])
+        self._drawn = epoch + 1
+        return self._draw_epoch(epoch)
 
     # -- checkpoints -----------------------------------------------------------
 
@@ -144,9 +190,15 @@ class SamplerOrder(OrderSampler):
 
     def load(self, epoch: int, state: dict, decoded: list) -> None:
         """Continue after ``epoch`` as the saved loader would have."""
+        self._restore(state, decoded)
+        self._after = {epoch: state}
+        self._before, self._uses_global = {}, {}
+        self._drawn = epoch + 1
+
+    def _restore(self, state: dict, decoded: list | None = None) -> None:
+        if decoded is None:
+            decoded = self.check_state(state)
         for g, s in zip(self._generators, decoded):
             g.set_state(s)
         if "sampler" in state:
             self.index_sampler.load_state_dict(state["sampler"])
-        self._after = {epoch: state}
-        self._drawn = epoch + 1

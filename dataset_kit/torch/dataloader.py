@@ -201,9 +201,7 @@ class DataLoader:
             worker_init=None if num_workers == 0 else WorkerStart(dataset, worker_init_fn, 0))
         self._engine = Engine(fetched, batch_size=None, order_sampler=self._order,
                               seed=seed & _SEED_MASK, last_batch="keep", executor=executor)
-        if executor.worker_init is not None:
-            # Drawn with epoch 0's order (at construction): workers start later.
-            executor.worker_init.base_seed = self._order.base_seeds[0]
+        self._worker_start = executor.worker_init  # its base seed is set by iter()
         self._resuming = False
 
     # -- epochs ----------------------------------------------------------------
@@ -214,9 +212,10 @@ class DataLoader:
         at_boundary = p.is_new_epoch or p.previous_epoch_detail is None
         if not at_boundary and not self._resuming:
             engine.start_next_epoch()  # PyTorch: every iter() is a fresh epoch
-        self._resuming = False
-        if self._order.stale(engine.position.epoch):
-            engine.pin_current_order(self._order.redraw())  # set_epoch() was called
+        if self._resuming:
+            self._resuming = False  # the saved epoch's order came with the state
+        else:
+            self._draw_now(engine.position.epoch)
         if engine.spec.epoch_size == 0:
             return
         pin = self._pin_device()
@@ -227,6 +226,17 @@ class DataLoader:
             yield batch if pin is None else _pin(batch, pin)
             if engine.position.is_new_epoch:
                 return
+
+    def _draw_now(self, epoch: int) -> None:
+        """Draw the epoch's order at iter(), when PyTorch draws it, unless drawn ahead safely."""
+        order = self._order
+        if epoch >= order.drawn:
+            with order.drawing_in_the_open():
+                self._engine.current_order()
+        elif order.needs_redraw(epoch):
+            self._engine.pin_current_order(order.redraw(epoch))
+        if self._worker_start is not None:  # workers start with the first batch
+            self._worker_start.base_seed = order.base_seeds[0]
 
     def _pin_device(self) -> str | None:
         if not self.pin_memory:
