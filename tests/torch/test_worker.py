@@ -1,0 +1,88 @@
+"""Inside workers: get_worker_info(), worker_init_fn(worker_id) and PyTorch's seeding."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from tests.torch.helpers import torch
+
+from torch.utils.data import DataLoader as TorchDataLoader  # noqa: E402
+
+import dataset_kit.torch as dkt  # noqa: E402
+
+_seeded: dict = {}
+
+
+def _record_seeding(worker_id: int) -> None:
+    """A worker_init_fn that draws from every generator PyTorch seeds per worker."""
+    _seeded.update(id=worker_id, np=int(np.random.randint(2**31)), random=random.random(),
+                   torch=int(torch.randint(2**31, ())))
+
+
+class Reports(torch.utils.data.Dataset):
+    """Each example reports who built it, as both get_worker_info()s see it."""
+
+    def __len__(self) -> int:
+        return 8
+
+    def __getitem__(self, i: int):
+        theirs = torch.utils.data.get_worker_info()
+        ours = dkt.get_worker_info()
+        if theirs is None:
+            return {"main": True}
+        same = ours is not None and (ours.id, ours.num_workers, ours.seed) == \
+            (theirs.id, theirs.num_workers, theirs.seed) and ours.dataset is theirs.dataset
+        return {"id": theirs.id, "n": theirs.num_workers, "seed": theirs.seed,
+                "same": same, "own_dataset": type(theirs.dataset) is Reports, **_seeded}
+
+
+def _per_worker(batches: list) -> dict:
+    seen = {}
+    for batch in batches:
+        for k in range(len(batch["id"])):
+            seen[int(batch["id"][k])] = {key: batch[key][k].item() for key in batch}
+    return seen
+
+
+def test_workers_are_seeded_and_introduced_as_pytorch_does():
+    ours = dkt.DataLoader(Reports(), batch_size=2, num_workers=2, worker_init_fn=_record_seeding,
+                          generator=torch.Generator().manual_seed(17))
+    theirs = TorchDataLoader(Reports(), batch_size=2, num_workers=2,
+                             worker_init_fn=_record_seeding,
+                             generator=torch.Generator().manual_seed(17))
+    try:
+        mine, reference = _per_worker(list(ours)), _per_worker(list(theirs))
+    finally:
+        ours.close()
+    assert set(mine) == {0, 1}
+    assert all(w["same"] and w["own_dataset"] and w["n"] == 2 for w in mine.values())
+    for w in (*mine.values(), *reference.values()):
+        del w["same"]  # only our workers know dataset_kit.torch.get_worker_info()
+    assert mine == reference  # seeds, and the first draws of numpy, random and torch
+
+
+def test_without_workers_get_worker_info_is_none():
+    assert next(iter(dkt.DataLoader(Reports(), batch_size=2)))["main"].tolist() == [True, True]
+    assert dkt.get_worker_info() is None
+
+
+class Fails(torch.utils.data.Dataset):
+    def __len__(self) -> int:
+        return 4
+
+    def __getitem__(self, i: int):
+        if i == 3:
+            raise KeyError(f"bad example {i}")
+        return i
+
+
+def test_an_exception_in_a_worker_reaches_the_caller_with_its_traceback():
+    loader = dkt.DataLoader(Fails(), batch_size=2, num_workers=2)
+    try:
+        with pytest.raises(Exception, match="bad example 3"):
+            list(loader)
+    finally:
+        loader.close()
