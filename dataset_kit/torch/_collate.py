@@ -22,6 +22,7 @@ import numpy as np
 import torch
 from torch.utils.data._utils import collate as _torch_collate
 
+from dataset_kit import _gather
 from dataset_kit.batch import ExampleBatch
 
 
@@ -33,7 +34,7 @@ def _stack_arrays(batch: list, *, collate_fn_map: Any = None) -> np.ndarray:
     if len(shapes) > 1 or len({b.dtype for b in batch}) > 1:
         # PyTorch's torch.stack error, raised by PyTorch itself.
         return torch.stack([torch.as_tensor(b) for b in batch]).numpy()
-    return np.stack(batch)
+    return _gather.stack(batch)  # straight into shared memory, in a worker
 
 
 def _via_torch(fn: Any) -> Any:

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import operator
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import torch
+from torch.utils.data import BatchSampler
 
 from dataset_kit.iterators.order_samplers import OrderSampler
 
@@ -41,6 +43,11 @@ def _epoch_owner(index_sampler: Any) -> Any:
         if callable(getattr(owner, "set_epoch", None)):
             return owner
     return None
+
+
+def _stops(n: int, size: int) -> np.ndarray:
+    """The batch ends of ``n`` indices cut into batches of ``size`` (the last may be short)."""
+    return np.minimum(np.arange(1, -(-n // size) + 1, dtype=np.int64) * size, n)
 
 
 class SamplerOrder(OrderSampler):
@@ -114,13 +121,22 @@ class SamplerOrder(OrderSampler):
         return self._drawn
 
     def _draw(self) -> np.ndarray:
+        sampler = self.index_sampler
+        if self.batched and type(sampler).__iter__ is BatchSampler.__iter__:
+            # PyTorch's own BatchSampler: the same pass over its sampler, cut
+            # into batches arithmetically (no list per batch).
+            order = np.fromiter(map(operator.index, sampler.sampler), dtype=np.int64)
+            size, n = sampler.batch_size, len(order)
+            if sampler.drop_last:
+                order = order[:n - n % size]
+            self._stops = _stops(len(order), size)
+            return order
         if self.batched:
-            batches = [[int(i) for i in batch] for batch in self.index_sampler]
+            batches = [[operator.index(i) for i in batch] for batch in sampler]
         else:
-            batches = [[int(i)] for i in self.index_sampler]
+            batches = [[operator.index(i)] for i in sampler]
         if any(not batch for batch in batches):
-            raise ValueError(f"batch sampler {type(self.index_sampler).__name__} yielded an "
-                             f"empty batch")
+            raise ValueError(f"batch sampler {type(sampler).__name__} yielded an empty batch")
         self._stops = np.cumsum([len(b) for b in batches], dtype=np.int64)
         return np.fromiter((i for b in batches for i in b), dtype=np.int64,
                            count=int(self._stops[-1]) if len(batches) else 0)
