@@ -34,6 +34,7 @@ from torch.utils.data._utils.pin_memory import pin_memory as _pin
 from dataset_kit.dataset import DatasetMixin
 from dataset_kit.iterators._engine import Engine
 from dataset_kit.iterators._executor_spec import ExecutorSpec
+from dataset_kit.iterators._process_pool import WorkerError
 from dataset_kit.torch import _collate
 from dataset_kit.torch._orders import SamplerOrder
 from dataset_kit.torch._worker import WorkerStart
@@ -220,7 +221,16 @@ class DataLoader:
             return
         pin = self._pin_device()
         while True:
-            batch = engine.next()
+            try:
+                batch = engine.next()
+            except WorkerError as error:
+                original = error.__cause__
+                if type(error) is not WorkerError or not isinstance(original, Exception):
+                    raise  # a worker died or went silent: the engine's own error
+                # As PyTorch: the worker's exception, as its own type; the
+                # WorkerError naming the worker and its traceback is its cause.
+                error.__cause__ = None
+                raise original from error
             if self._default_collate:
                 batch = _collate.numpy_to_tensors(batch)
             yield batch if pin is None else _pin(batch, pin)

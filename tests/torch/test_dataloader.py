@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import pickle
 
 import numpy as np
@@ -187,3 +188,25 @@ def test_the_converter_pickles_for_spawned_workers():
     loader = DataLoader(Mixed(4), batch_size=2)
     assert pickle.loads(pickle.dumps(loader._engine.dataset)) is not None
     np.testing.assert_array_equal(next(iter(loader))[1].numpy(), [0, 1])
+
+
+def _mapping_of(address: int) -> str:
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            fields = line.split()
+            low, high = (int(x, 16) for x in fields[0].split("-"))
+            if low <= address < high:
+                return fields[5] if len(fields) > 5 else ""
+    return ""
+
+
+def test_worker_batches_are_tensors_over_the_shared_memory_they_arrived_in():
+    if not os.path.exists("/proc/self/maps"):
+        pytest.skip("needs Linux's /proc/self/maps to see where a tensor's memory lies")
+    loader = DataLoader(Uniform(32, (64, 64)), batch_size=8, num_workers=2)
+    try:
+        for images, labels in loader:
+            assert _mapping_of(images.data_ptr()).startswith("/dev/shm/")
+            assert images.dtype == torch.float32 and labels.dtype == torch.int64
+    finally:
+        loader.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import time
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ from tests.torch.helpers import torch
 from torch.utils.data import DataLoader as TorchDataLoader  # noqa: E402
 
 import dataset_kit.torch as dkt  # noqa: E402
+from dataset_kit.iterators import BatchTimeoutError, WorkerError  # noqa: E402
 
 _seeded: dict = {}
 
@@ -79,10 +81,34 @@ class Fails(torch.utils.data.Dataset):
         return i
 
 
-def test_an_exception_in_a_worker_reaches_the_caller_with_its_traceback():
-    loader = dkt.DataLoader(Fails(), batch_size=2, num_workers=2)
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_an_exception_in_a_worker_is_raised_as_its_own_type(num_workers):
+    loader = dkt.DataLoader(Fails(), batch_size=2, num_workers=num_workers)
     try:
-        with pytest.raises(Exception, match="bad example 3"):
+        with pytest.raises(KeyError, match="bad example 3") as raised:
             list(loader)
+        if num_workers:
+            cause = raised.value.__cause__
+            assert isinstance(cause, WorkerError) and "pid" in str(cause)
+            assert "bad example 3" in str(cause)  # the worker's traceback
+    finally:
+        loader.close()
+
+
+class Hangs(torch.utils.data.Dataset):
+    def __len__(self) -> int:
+        return 4
+
+    def __getitem__(self, i: int):
+        time.sleep(600)
+
+
+def test_a_silent_worker_is_an_error_after_timeout_not_a_hang():
+    loader = dkt.DataLoader(Hangs(), batch_size=2, num_workers=1, timeout=1)
+    start = time.monotonic()
+    try:
+        with pytest.raises(BatchTimeoutError):
+            next(iter(loader))
+        assert time.monotonic() - start < 60
     finally:
         loader.close()
