@@ -199,10 +199,17 @@ class SamplerOrder(OrderSampler):
                 f"state['torch']['generators'] must hold {len(self._generators)} generator "
                 f"state(s) (this loader's generator and its samplers'), got {states!r:.80}")
         try:
-            return [torch.frombuffer(bytearray(base64.b64decode(s)), dtype=torch.uint8)
-                    for s in states]
+            decoded = [torch.frombuffer(bytearray(base64.b64decode(s, validate=True)),
+                                        dtype=torch.uint8) for s in states]
         except (TypeError, ValueError) as error:
             raise ValueError(f"state['torch']['generators'] is not base64: {error}") from None
+        for k, s in enumerate(decoded):
+            try:  # on a scratch generator: a bad state must not touch the user's
+                torch.Generator().set_state(s)
+            except RuntimeError as error:
+                raise ValueError(f"state['torch']['generators'][{k}] is not a CPU generator "
+                                 f"state: {error}") from None
+        return decoded
 
     def load(self, epoch: int, state: dict, decoded: list) -> None:
         """Continue after ``epoch`` as the saved loader would have."""

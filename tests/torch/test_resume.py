@@ -98,16 +98,18 @@ def test_a_distributed_sampler_resumes_with_its_epoch():
 
 def test_a_failed_load_leaves_the_loader_unchanged():
     loader, reference = _loader(), _loader()
-    expected = list(reference)
+    expected = list(reference) + list(reference)
     good = loader.state_dict()
     bad_generators = {"engine": good["engine"], "torch": {"generators": ["not base64!"]}}
     other_length = DataLoader(Uniform(7, (2, 3)), batch_size=4, shuffle=True,
                               generator=torch.Generator().manual_seed(5)).state_dict()
+    short = {"engine": good["engine"], "torch": {"generators": ["AAAA"]}}
     for state, match in [(bad_generators, "not base64"), ({"engine": 1}, "keys 'engine'"),
+                         (short, "not a CPU generator state"),
                          (other_length, "length"), ([], "dict")]:
         with pytest.raises(ValueError, match=match):
             loader.load_state_dict(state)
-    assert_same_batches(list(loader), expected)
+    assert_same_batches(list(loader) + list(loader), expected)  # generators untouched too
 
 
 def test_the_state_is_small_and_json_ready():
