@@ -3,47 +3,34 @@
 The engine starts each worker with ``worker_init(index, n_workers)``; the
 door's :class:`WorkerStart` turns that into PyTorch's rules: the worker's
 seed is ``base_seed + id``; ``random``, ``torch`` and numpy's global
-generator are seeded from it as PyTorch seeds them; :func:`get_worker_info`
-answers; then the user's ``worker_init_fn(id)`` runs.
+generator are seeded from it as PyTorch seeds them; PyTorch's
+``get_worker_info()`` answers (it is the one place PyTorch code looks, so
+the door sets PyTorch's own record); then the user's ``worker_init_fn(id)``
+runs.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 from torch.utils.data._utils import worker as _torch_worker
 
-_info: WorkerInfo | None = None  # set once per worker process, as PyTorch does
-
-
-@dataclass(frozen=True)
-class WorkerInfo:
-    """PyTorch's ``WorkerInfo``: who this worker is.
-
-    Attributes:
-        id: the worker's index, ``0 <= id < num_workers``.
-        num_workers: the loader's worker count.
-        seed: ``base_seed + id``, which seeded ``random``, ``torch`` and numpy here.
-        dataset: this worker's copy of the dataset.
-    """
-
-    id: int
-    num_workers: int
-    seed: int
-    dataset: Any
+#: PyTorch's own ``WorkerInfo``: ``id``, ``num_workers``, ``seed``, ``dataset``
+#: (read-only, as in PyTorch).
+WorkerInfo = _torch_worker.WorkerInfo
 
 
 def get_worker_info() -> WorkerInfo | None:
-    """Return this worker's :class:`WorkerInfo`, or None in the main process.
+    """Return this worker's ``WorkerInfo``, or None in the main process.
 
-    ``torch.utils.data.get_worker_info()`` answers inside our workers too.
+    The same object ``torch.utils.data.get_worker_info()`` returns, inside
+    the workers of either loader.
     """
-    return _info
+    return _torch_worker._worker_info
 
 
 class WorkerStart:
@@ -65,15 +52,13 @@ class WorkerStart:
         self.base_seed = base_seed
 
     def __call__(self, index: int, n_workers: int) -> None:
-        global _info
         seed = self.base_seed + index
         random.seed(seed)
         torch.manual_seed(seed)
         np.random.seed(_torch_worker._generate_state(self.base_seed, index))
-        _info = WorkerInfo(index, n_workers, seed, self.dataset)
         # torch.utils.data.get_worker_info() is read by user datasets and by
         # PyTorch's collate (to build tensors in shared memory): it must answer.
-        _torch_worker._worker_info = _torch_worker.WorkerInfo(
+        _torch_worker._worker_info = WorkerInfo(
             id=index, num_workers=n_workers, seed=seed, dataset=self.dataset)
         if self.worker_init_fn is not None:
             self.worker_init_fn(index)

@@ -22,6 +22,8 @@ one ``iter()``                           batches up to the one that ends an epoc
 
 from __future__ import annotations
 
+import multiprocessing
+import multiprocessing.context
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -34,7 +36,7 @@ from torch.utils.data._utils.pin_memory import pin_memory as _pin
 from dataset_kit.dataset import DatasetMixin
 from dataset_kit.iterators._engine import Engine
 from dataset_kit.iterators._executor_spec import ExecutorSpec
-from dataset_kit.iterators._process_pool import WorkerError
+from dataset_kit.iterators._process_pool import BatchTimeoutError, WorkerError
 from dataset_kit.torch import _collate
 from dataset_kit.torch._orders import SamplerOrder
 from dataset_kit.torch._worker import WorkerStart
@@ -74,14 +76,28 @@ class _Collate:
         return self.collate_fn(batch if isinstance(batch, list) else list(batch))
 
 
-def _start_method(context: Any) -> str | None:
-    if context is None or isinstance(context, str):
+def _start_method(context: Any, num_workers: int) -> str | None:
+    """PyTorch's checks of ``multiprocessing_context``, with its messages; the start method."""
+    if context is None:
+        return None
+    if num_workers <= 0:
+        raise ValueError("multiprocessing_context can only be used with multi-process loading "
+                         f"(num_workers > 0), but got num_workers={num_workers}")
+    if isinstance(context, str):
+        methods = multiprocessing.get_all_start_methods()
+        if context not in methods:
+            raise ValueError(f"multiprocessing_context option should specify a valid start "
+                             f"method in {methods!r}, but got multiprocessing_context="
+                             f"{context!r}")
         return context
-    get = getattr(context, "get_start_method", None)
-    if not callable(get):
-        raise TypeError(f"multiprocessing_context option should specify a valid start method "
-                        f"or a multiprocessing context, but got {context!r}")
-    return get()
+    if not isinstance(context, multiprocessing.context.BaseContext):
+        raise TypeError("multiprocessing_context option should be a valid context object or a "
+                        f"string specifying the start method, but got multiprocessing_context="
+                        f"{context}")
+    return context.get_start_method()
+
+
+_FIXED = ("batch_size", "batch_sampler", "sampler", "drop_last", "dataset", "persistent_workers")
 
 
 class DataLoader:
@@ -156,6 +172,7 @@ class DataLoader:
             raise ValueError("prefetch_factor option should be non-negative")
         if persistent_workers and num_workers == 0:
             raise ValueError("persistent_workers option needs num_workers > 0")
+        start_method = _start_method(multiprocessing_context, num_workers)
         shuffle = bool(shuffle)
         if sampler is not None and shuffle:
             raise ValueError("sampler option is mutually exclusive with shuffle")
@@ -196,7 +213,7 @@ class DataLoader:
         executor = ExecutorSpec(
             "serial" if num_workers == 0 else "process", workers=num_workers,
             depth=None if num_workers == 0 else max(1, prefetch_factor * num_workers),
-            start_method=_start_method(multiprocessing_context),
+            start_method=start_method,
             timeout=None if timeout == 0 else timeout,
             converter=_Collate(collate_fn, auto),
             worker_init=None if num_workers == 0 else WorkerStart(dataset, worker_init_fn, 0))
@@ -204,6 +221,18 @@ class DataLoader:
                               seed=seed & _SEED_MASK, last_batch="keep", executor=executor)
         self._worker_start = executor.worker_init  # its base seed is set by iter()
         self._resuming = False
+        self._initialized = True
+
+    def __setattr__(self, attr: str, value: Any) -> None:
+        if attr in _FIXED and getattr(self, "_initialized", False):
+            raise ValueError(f"{attr} attribute should not be set after "
+                             f"{type(self).__name__} is initialized")
+        super().__setattr__(attr, value)
+
+    @property
+    def _auto_collation(self) -> bool:
+        # PyTorch's name, read by code that checks whether batches are collated.
+        return self.batch_sampler is not None
 
     # -- epochs ----------------------------------------------------------------
 
@@ -223,6 +252,9 @@ class DataLoader:
         while True:
             try:
                 batch = engine.next()
+            except BatchTimeoutError as error:
+                raise BatchTimeoutError(f"DataLoader timed out after {self.timeout} seconds: "
+                                        f"{error}") from None
             except WorkerError as error:
                 original = error.__cause__
                 if type(error) is not WorkerError or not isinstance(original, Exception):

@@ -151,6 +151,8 @@ CONFLICTS = [
     (dict(batch_sampler=[[0]], batch_size=2), "batch_sampler option is mutually exclusive"),
     (dict(batch_sampler=[[0]], drop_last=True), "batch_sampler option is mutually exclusive"),
     (dict(batch_size=None, drop_last=True), "batch_size=None option disables auto-batching"),
+    (dict(multiprocessing_context="spawn"), "can only be used with multi-process loading"),
+    (dict(num_workers=1, multiprocessing_context="bad"), "should specify a valid start method"),
 ]
 
 
@@ -162,6 +164,23 @@ def test_conflicting_arguments_raise_pytorchs_errors(kwargs, message):
         DataLoader(list(range(4)), **kwargs)
     assert str(ours.value) == str(theirs.value)
     assert message in str(ours.value)
+
+
+def test_a_context_that_is_not_one_is_pytorchs_type_error():
+    with pytest.raises(TypeError) as theirs:
+        TorchDataLoader(list(range(4)), num_workers=1, multiprocessing_context=object)
+    with pytest.raises(TypeError) as ours:
+        DataLoader(list(range(4)), num_workers=1, multiprocessing_context=object)
+    assert str(ours.value) == str(theirs.value)
+
+
+@pytest.mark.parametrize("attr", ["batch_size", "sampler", "batch_sampler", "drop_last",
+                                  "dataset", "persistent_workers"])
+def test_the_batching_cannot_be_changed_after_construction(attr):
+    loader = DataLoader(list(range(4)), batch_size=2)
+    with pytest.raises(ValueError, match=f"{attr} attribute should not be set after DataLoader"):
+        setattr(loader, attr, {})
+    assert loader._auto_collation and not DataLoader([1], batch_size=None)._auto_collation
 
 
 def test_explicit_default_collate_and_a_multiprocessing_context_are_accepted():

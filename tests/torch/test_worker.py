@@ -35,8 +35,7 @@ class Reports(torch.utils.data.Dataset):
         ours = dkt.get_worker_info()
         if theirs is None:
             return {"main": True}
-        same = ours is not None and (ours.id, ours.num_workers, ours.seed) == \
-            (theirs.id, theirs.num_workers, theirs.seed) and ours.dataset is theirs.dataset
+        same = ours is theirs
         return {"id": theirs.id, "n": theirs.num_workers, "seed": theirs.seed,
                 "same": same, "own_dataset": type(theirs.dataset) is Reports, **_seeded}
 
@@ -95,6 +94,42 @@ def test_an_exception_in_a_worker_is_raised_as_its_own_type(num_workers):
         loader.close()
 
 
+def _failing_init(worker_id: int) -> None:
+    raise RuntimeError(f"Error in worker_init_fn {worker_id}")
+
+
+def test_an_error_in_worker_init_fn_is_raised_as_pytorch_raises_it():
+    loader = dkt.DataLoader(Reports(), batch_size=2, num_workers=2, worker_init_fn=_failing_init)
+    try:
+        with pytest.raises(RuntimeError, match="Error in worker_init_fn"):
+            list(loader)
+    finally:
+        loader.close()
+
+
+class ReadOnlyInfo(torch.utils.data.Dataset):
+    def __len__(self) -> int:
+        return 2
+
+    def __getitem__(self, i: int):
+        info = dkt.get_worker_info()
+        try:
+            info.id = 5
+        except Exception as error:  # noqa: BLE001 - the test compares the type with PyTorch's
+            return type(error).__name__
+        return "assignable"
+
+
+def test_worker_info_is_pytorchs_read_only_record():
+    loader = dkt.DataLoader(ReadOnlyInfo(), batch_size=None, num_workers=1)
+    try:
+        ours = list(loader)
+    finally:
+        loader.close()
+    theirs = list(TorchDataLoader(ReadOnlyInfo(), batch_size=None, num_workers=1))
+    assert ours == theirs and ours[0] != "assignable"
+
+
 class Hangs(torch.utils.data.Dataset):
     def __len__(self) -> int:
         return 4
@@ -107,7 +142,7 @@ def test_a_silent_worker_is_an_error_after_timeout_not_a_hang():
     loader = dkt.DataLoader(Hangs(), batch_size=2, num_workers=1, timeout=1)
     start = time.monotonic()
     try:
-        with pytest.raises(BatchTimeoutError):
+        with pytest.raises(BatchTimeoutError, match="DataLoader timed out after 1 seconds"):
             next(iter(loader))
         assert time.monotonic() - start < 60
     finally:
