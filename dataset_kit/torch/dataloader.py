@@ -30,6 +30,7 @@ from typing import Any
 
 import torch
 from torch.utils.data import BatchSampler, IterableDataset, RandomSampler, SequentialSampler
+from torch.utils.data import DataLoader as _TorchDataLoader
 from torch.utils.data import default_collate as _torch_default_collate
 from torch.utils.data._utils.pin_memory import pin_memory as _pin
 
@@ -222,6 +223,8 @@ class DataLoader:
         self._worker_start = executor.worker_init  # its base seed is set by iter()
         self._resuming = False
         self._initialized = True
+        # PyTorch's warning for more workers than CPUs (it reads num_workers only).
+        _TorchDataLoader.check_worker_number_rationality(self)
 
     def __setattr__(self, attr: str, value: Any) -> None:
         if attr in _FIXED and getattr(self, "_initialized", False):

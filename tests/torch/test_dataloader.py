@@ -195,6 +195,11 @@ def test_explicit_default_collate_and_a_multiprocessing_context_are_accepted():
         loader.close()
 
 
+def test_more_workers_than_cpus_is_pytorchs_warning():
+    with pytest.warns(UserWarning, match="excessive worker creation might get DataLoader"):
+        DataLoader(list(range(4)), num_workers=1000)
+
+
 def test_pin_memory_without_an_accelerator_warns_like_pytorch():
     if torch.accelerator.is_available():
         pytest.skip("this machine has an accelerator; the warning is for CPU-only machines")
