@@ -26,7 +26,7 @@ import multiprocessing
 import multiprocessing.context
 import warnings
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import torch
 from torch.utils.data import BatchSampler, IterableDataset, RandomSampler, SequentialSampler
@@ -98,10 +98,11 @@ def _start_method(context: Any, num_workers: int) -> str | None:
     return context.get_start_method()
 
 
+_T_co = TypeVar("_T_co", covariant=True)
 _FIXED = ("batch_size", "batch_sampler", "sampler", "drop_last", "dataset", "persistent_workers")
 
 
-class DataLoader:
+class DataLoader(Generic[_T_co]):
     """Loads a map-style dataset in batches, one epoch per ``iter()`` (PyTorch's ``DataLoader``).
 
     The arguments, their defaults and the errors for conflicting ones are
@@ -329,7 +330,7 @@ class DataLoader:
         """Stop the workers and free their shared memory. Idempotent."""
         self._engine.close()
 
-    def __enter__(self) -> DataLoader:
+    def __enter__(self) -> DataLoader[_T_co]:
         return self
 
     def __exit__(self, *exc_info: Any) -> None:

@@ -195,6 +195,10 @@ def test_explicit_default_collate_and_a_multiprocessing_context_are_accepted():
         loader.close()
 
 
+def test_it_is_generic_like_pytorchs():
+    assert DataLoader[list] is not None  # annotations such as DataLoader[list[Tensor]]
+
+
 def test_more_workers_than_cpus_is_pytorchs_warning():
     with pytest.warns(UserWarning, match="excessive worker creation might get DataLoader"):
         DataLoader(list(range(4)), num_workers=1000)
