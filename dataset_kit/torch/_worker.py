@@ -52,6 +52,9 @@ class WorkerStart:
         self.base_seed = base_seed
 
     def __call__(self, index: int, n_workers: int) -> None:
+        # As PyTorch's workers: one intra-op thread (a forked copy of the
+        # parent's thread pool deadlocks, and workers run in parallel anyway).
+        torch.set_num_threads(1)
         seed = self.base_seed + index
         random.seed(seed)
         torch.manual_seed(seed)

@@ -130,6 +130,29 @@ def test_worker_info_is_pytorchs_read_only_record():
     assert ours == theirs and ours[0] != "assignable"
 
 
+class ConvAfterFork(torch.utils.data.Dataset):
+    """Uses torch's intra-op thread pool in the parent before workers fork."""
+
+    def __init__(self) -> None:
+        self.x = torch.ones(1, 1, 24000)
+        self[0]
+
+    def __len__(self) -> int:
+        return 2
+
+    def __getitem__(self, i: int):
+        out = torch.nn.functional.conv1d(self.x, torch.ones(1, 1, 2))
+        return out.shape[-1], torch.get_num_threads()
+
+
+def test_workers_use_one_thread_as_pytorchs_so_forked_thread_pools_do_not_hang():
+    loader = dkt.DataLoader(ConvAfterFork(), batch_size=None, num_workers=1, timeout=60)
+    try:
+        assert list(loader) == [[23999, 1], [23999, 1]]  # default_convert makes lists
+    finally:
+        loader.close()
+
+
 class Hangs(torch.utils.data.Dataset):
     def __len__(self) -> int:
         return 4
