@@ -74,3 +74,18 @@ def take_rows(array: np.ndarray, indices: np.ndarray) -> np.ndarray:
     # The same rows as array[indices] (negative indices and IndexError
     # included), gathered by a faster loop than fancy indexing's.
     return array.take(indices, axis=0)
+
+
+def stack(arrays: list) -> np.ndarray:
+    """Return ``np.stack(arrays)`` of same-shaped, same-dtype arrays, in the arena if any.
+
+    A collate step in a worker stacks a batch's examples with this, so the
+    stacked array lies where the batch will travel (no second copy).
+    """
+    arena = getattr(_local, "arena", None) if _arenas_used else None
+    head = arrays[0]
+    if arena is not None and not head.dtype.hasobject:
+        out = arena.allocate((len(arrays),) + head.shape, head.dtype)
+        if out is not None:
+            return np.stack(arrays, out=out)
+    return np.stack(arrays)

@@ -57,6 +57,15 @@ def test_a_full_arena_falls_back_to_numpy(arena):
     assert arena.offset_of(got) is None and got.shape == (2, 1 << 15)
 
 
+def test_stacked_examples_land_in_the_arena(arena):
+    examples = [np.full((2, 3), k, np.int16) for k in range(4)]
+    got = _gather.stack(examples)
+    assert arena.offset_of(got) == 0
+    np.testing.assert_array_equal(got, np.stack(examples))
+    big = [np.zeros(1 << 14, np.float64)] * 2  # 256 KiB > the 64 KiB arena
+    assert arena.offset_of(_gather.stack(big)) is None
+
+
 @pytest.mark.parametrize("make", [
     lambda x, y: TupleDataset(x, y),
     lambda x, y: DictDataset(x=x, y=y),

@@ -361,6 +361,8 @@ class Engine:
     def pin_current_order(self, order: Any) -> None:
         """Use ``order`` for the rest of the current epoch (a Chainer snapshot's order).
 
+        Later epochs' orders are asked of the sampler again.
+
         Raises:
             ValueError: if the iterator has no order sampler, or ``order`` does
                 not fit its epochs.
@@ -369,6 +371,8 @@ class Engine:
             raise ValueError("this iterator visits examples in order; it has no order to pin")
         self._discard_planned()
         self._orders.pin(self._position.epoch, order)
+        # Orders planned ahead for later epochs came from the replaced one.
+        self._orders.forget_after(self._position.epoch)
 
     def start_next_epoch(self, keep_rollover: bool = True) -> None:
         """Leave the epoch in progress: the next batch opens the next epoch.

@@ -151,6 +151,13 @@ class Orders:
         if self.recomputable:
             self._pinned.add(epoch)
 
+    def forget_after(self, epoch: int) -> None:
+        """Drop cached orders of epochs after ``epoch``: they derive from its order."""
+        for kept in (self._cache, self._starts, self._stops):
+            for e in [e for e in kept if e > epoch]:
+                del kept[e]
+        self._pinned = {e for e in self._pinned if e <= epoch}
+
     def clear(self) -> None:
         """Forget every cached and pinned order (a stateful sampler is asked afresh)."""
         self._cache.clear()

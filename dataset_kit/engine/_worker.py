@@ -54,8 +54,12 @@ def worker_main(config: WorkerConfig, conn: Any, lifeline: Any) -> None:
     payload = config.payload
     dataset, converter, worker_init, max_tasks = (
         pickle.loads(payload) if isinstance(payload, bytes) else payload)
+    init_failure: BaseException | None = None
     if worker_init is not None:
-        worker_init(config.index, config.n_workers)
+        try:
+            worker_init(config.index, config.n_workers)
+        except Exception as error:  # noqa: BLE001 - reported as each task's failure
+            init_failure = error
     blocks: dict[str, _shm.Block] = {}
     created = 0
     done = 0
@@ -77,6 +81,8 @@ def worker_main(config: WorkerConfig, conn: Any, lifeline: Any) -> None:
         arena = _arena_for(task, blocks) if config.use_shm else None
         previous = _gather.install(arena)
         try:
+            if init_failure is not None:  # the caller sees its message and traceback
+                raise init_failure
             batch = fetch_batch(dataset, BatchPlan(task.indices, task.epochs), task.seed)
             if converter is not None:
                 batch = converter(batch)

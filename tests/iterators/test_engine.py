@@ -54,3 +54,25 @@ def test_the_documented_front_door_resumes_mid_epoch_and_runs_on_any_executor():
     finally:
         thread_executor.close()
         process_executor.close()
+
+
+class _Reverse:
+    """A stateful (Chainer-style) sampler: each epoch is the previous order reversed."""
+
+    def __call__(self, current_order, current_position):
+        return np.asarray(current_order)[::-1].copy()
+
+
+def test_pinning_the_current_order_rederives_later_epochs_planned_ahead():
+    from dataset_kit.engine import Engine
+
+    data = np.arange(4)
+    executor = ThreadExecutor(data, 2, depth=6)  # plans two epochs ahead
+    try:
+        engine = Engine(data, batch_size=2, order_sampler=_Reverse(), executor=executor)
+        assert list(engine.next()) == [3, 2]
+        engine.pin_current_order([1, 3, 0, 2])
+        batches = [list(engine.next()) for _ in range(3)]
+        assert batches == [[0, 2], [2, 0], [3, 1]]  # epoch 1 reverses the pinned order
+    finally:
+        executor.close()

@@ -110,6 +110,20 @@ def test_worker_init_runs_once_in_each_worker(pids):
     assert sorted(open(os.path.join(pids, n)).read().split()[0] for n in names) == ["0", "1", "2"]
 
 
+def _failing_init(index, n_workers):
+    raise RuntimeError(f"worker_init failed in worker {index} of {n_workers}")
+
+
+def test_a_failing_worker_init_is_each_batch_error_with_its_traceback():
+    with MultiprocessIterator(Augmented(8), 2, n_processes=2,
+                              worker_init=_failing_init) as it:
+        for _ in range(2):  # the iterator stays usable: each request reports it
+            with pytest.raises(WorkerError, match="worker_init failed in worker") as raised:
+                next(it)
+            assert "_failing_init" in str(raised.value)  # the worker's traceback
+            assert isinstance(raised.value.__cause__, RuntimeError)
+
+
 def test_maxtasksperchild_replaces_workers_without_changing_batches(pids):
     expected = take(SerialIterator(Augmented(20), 3, seed=5), 12)
     with MultiprocessIterator(Augmented(20), 3, seed=5, n_processes=2, maxtasksperchild=2,

@@ -1,0 +1,227 @@
+"""PyTorch's samplers as the engine's order: each epoch asked of the sampler itself.
+
+The engine asks :class:`SamplerOrder` once per epoch (Chainer's stateful
+protocol). It draws what PyTorch draws at the start of an epoch, on the same
+generators and in the same order: the loader's base seed, then every index
+the (batch) sampler yields. So the batches are PyTorch's for the same
+generator seed, whatever the sampler. The epoch's batches become the
+engine's order and batch ends (the checkpoint carries them); the generator
+states and a torchdata-style ``sampler.state_dict()`` after each draw are
+kept, so a checkpoint can restore what the following epochs draw from.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import operator
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.data import BatchSampler
+
+from dataset_kit.engine import OrderSampler
+
+_KEPT_EPOCHS = 4  # draws kept: the engine plans at most one epoch ahead
+
+
+def _generators(index_sampler: Any, generator: Any) -> list:
+    """The distinct torch generators the loader and its samplers draw from."""
+    found: list = []
+    for owner in (None, index_sampler, getattr(index_sampler, "sampler", None)):
+        g = generator if owner is None else getattr(owner, "generator", None)
+        if isinstance(g, torch.Generator) and all(g is not h for h in found):
+            found.append(g)
+    return found
+
+
+def _epoch_owner(index_sampler: Any) -> Any:
+    """The sampler that has ``set_epoch`` (a DistributedSampler), if any."""
+    for owner in (index_sampler, getattr(index_sampler, "sampler", None)):
+        if callable(getattr(owner, "set_epoch", None)):
+            return owner
+    return None
+
+
+def _stops(n: int, size: int) -> np.ndarray:
+    """The batch ends of ``n`` indices cut into batches of ``size`` (the last may be short)."""
+    return np.minimum(np.arange(1, -(-n // size) + 1, dtype=np.int64) * size, n)
+
+
+class SamplerOrder(OrderSampler):
+    """A torch sampler or batch sampler as an engine order sampler with batch ends.
+
+    Args:
+        index_sampler: the batch sampler (``batched``) or the sampler.
+        batched: whether ``index_sampler`` yields lists of indices.
+        generator: the loader's ``generator`` (None: torch's global one).
+        base_seed_every_epoch: whether each epoch draws a base seed first
+            (PyTorch does, unless ``persistent_workers``).
+    """
+
+    state_kind = "torch-sampler"
+
+    def __init__(self, index_sampler: Any, batched: bool, generator: Any,
+                 base_seed_every_epoch: bool) -> None:
+        self.index_sampler = index_sampler
+        self.batched = batched
+        self.generator = generator
+        self.base_seed_every_epoch = base_seed_every_epoch
+        self._generators = _generators(index_sampler, generator)
+        self._epoch_owner = _epoch_owner(index_sampler)
+        self._drawn = 0
+        self._open = False
+        self._before: dict[int, dict] = {}  # generator states before each epoch's draw
+        self._after: dict[int, dict] = {}  # ... and after it
+        self._uses_global: dict[int, bool] = {}
+        self._stops = np.zeros(0, np.int64)
+        self.base_seeds: dict[int, int] = {}
+
+    def __call__(self, current_order: np.ndarray, current_position: int) -> np.ndarray:
+        epoch = self._drawn
+        self._before[epoch] = self._snapshot()
+        self._before.pop(epoch - _KEPT_EPOCHS, None)
+        if self._open:
+            order = self._draw_epoch(epoch)
+        else:
+            # Ahead of PyTorch's time (construction, prefetch): torch's global
+            # generator must not move; iter() draws again in the open if the
+            # sampler turns out to use it (see redraw).
+            with torch.random.fork_rng(devices=[]):
+                order = self._draw_epoch(epoch)
+        self._drawn = epoch + 1
+        return order
+
+    def _draw_epoch(self, epoch: int) -> np.ndarray:
+        before = torch.get_rng_state()
+        if epoch == 0 or self.base_seed_every_epoch:
+            self.base_seeds[epoch] = int(
+                torch.empty((), dtype=torch.int64).random_(generator=self.generator).item())
+        order = self._draw()
+        self._uses_global[epoch] = not torch.equal(before, torch.get_rng_state())
+        self._after[epoch] = self._snapshot()
+        for kept in (self._after, self._uses_global):
+            kept.pop(epoch - _KEPT_EPOCHS, None)
+        return order
+
+    @contextlib.contextmanager
+    def drawing_in_the_open(self) -> Iterator[None]:
+        """Draws made inside move torch's global generator, as PyTorch's do."""
+        self._open = True
+        try:
+            yield
+        finally:
+            self._open = False
+
+    @property
+    def drawn(self) -> int:
+        """How many epochs were drawn."""
+        return self._drawn
+
+    def _draw(self) -> np.ndarray:
+        sampler = self.index_sampler
+        if self.batched and type(sampler).__iter__ is BatchSampler.__iter__:
+            # PyTorch's own BatchSampler: the same pass over its sampler, cut
+            # into batches arithmetically (no list per batch).
+            order = np.fromiter(map(operator.index, sampler.sampler), dtype=np.int64)
+            size, n = sampler.batch_size, len(order)
+            if sampler.drop_last:
+                order = order[:n - n % size]
+            self._stops = _stops(len(order), size)
+            return order
+        if self.batched:
+            batches = [[operator.index(i) for i in batch] for batch in sampler]
+        else:
+            batches = [[operator.index(i)] for i in sampler]
+        if any(not batch for batch in batches):
+            raise ValueError(f"batch sampler {type(sampler).__name__} yielded an empty batch")
+        self._stops = np.cumsum([len(b) for b in batches], dtype=np.int64)
+        return np.fromiter((i for b in batches for i in b), dtype=np.int64,
+                           count=int(self._stops[-1]) if len(batches) else 0)
+
+    def batch_stops(self) -> np.ndarray:
+        """Where the batches of the order last drawn end."""
+        return self._stops
+
+    # -- drawing again at PyTorch's time ---------------------------------------
+
+    def needs_redraw(self, epoch: int) -> bool:
+        """Whether ``epoch``, drawn ahead, must be drawn again now that iter() starts it.
+
+        True when it drew from torch's global generator (PyTorch draws at
+        iter(), after whatever else used it) or ``set_epoch`` was called since.
+        """
+        if epoch >= self._drawn or epoch not in self._after:
+            return False
+        owner = self._epoch_owner
+        stale = owner is not None and \
+            self._after[epoch].get("sampler_epoch") != getattr(owner, "epoch", None)
+        return stale or self._uses_global.get(epoch, False)
+
+    def redraw(self, epoch: int) -> np.ndarray:
+        """Draw ``epoch`` again, in the open, from the same generator states.
+
+        Epochs drawn after it are forgotten (the engine forgets their orders
+        when this one is pinned) and will be drawn again.
+        """
+        self._restore(self._before[epoch])
+        self._drawn = epoch + 1
+        return self._draw_epoch(epoch)
+
+    # -- checkpoints -----------------------------------------------------------
+
+    def _snapshot(self) -> dict:
+        state: dict[str, Any] = {"generators": [
+            base64.b64encode(g.get_state().numpy().tobytes()).decode("ascii")
+            for g in self._generators]}
+        own = getattr(self.index_sampler, "state_dict", None)
+        if callable(own):
+            state["sampler"] = own()
+        if self._epoch_owner is not None:
+            state["sampler_epoch"] = getattr(self._epoch_owner, "epoch", None)
+        return state
+
+    def state_after(self, epoch: int) -> dict:
+        """What the generators and sampler held once ``epoch`` was drawn."""
+        return self._after[epoch]
+
+    def check_state(self, state: Any) -> list:
+        """Return the generator states of ``state``, decoded.
+
+        Raises:
+            ValueError: if it was not made by a loader with as many generators.
+        """
+        states = state.get("generators") if isinstance(state, dict) else None
+        if not isinstance(states, list) or len(states) != len(self._generators):
+            raise ValueError(
+                f"state['torch']['generators'] must hold {len(self._generators)} generator "
+                f"state(s) (this loader's generator and its samplers'), got {states!r:.80}")
+        try:
+            decoded = [torch.frombuffer(bytearray(base64.b64decode(s, validate=True)),
+                                        dtype=torch.uint8) for s in states]
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"state['torch']['generators'] is not base64: {error}") from None
+        for k, s in enumerate(decoded):
+            try:  # on a scratch generator: a bad state must not touch the user's
+                torch.Generator().set_state(s)
+            except RuntimeError as error:
+                raise ValueError(f"state['torch']['generators'][{k}] is not a CPU generator "
+                                 f"state: {error}") from None
+        return decoded
+
+    def load(self, epoch: int, state: dict, decoded: list) -> None:
+        """Continue after ``epoch`` as the saved loader would have."""
+        self._restore(state, decoded)
+        self._after = {epoch: state}
+        self._before, self._uses_global = {}, {}
+        self._drawn = epoch + 1
+
+    def _restore(self, state: dict, decoded: list | None = None) -> None:
+        if decoded is None:
+            decoded = self.check_state(state)
+        for g, s in zip(self._generators, decoded):
+            g.set_state(s)
+        if "sampler" in state:
+            self.index_sampler.load_state_dict(state["sampler"])

@@ -1,0 +1,335 @@
+"""PyTorch's DataLoader: a constructor over the engine, one epoch per ``iter()``.
+
+=======================================  =============================================
+PyTorch                                  engine
+=======================================  =============================================
+``sampler`` / ``batch_sampler`` /        asked once per epoch, on the same generators
+``shuffle`` / ``batch_size`` /           (:class:`~._orders.SamplerOrder`): the engine's
+``drop_last`` / ``generator``            order and batch ends
+``collate_fn=None``                      ``default_collate`` as numpy in the workers
+                                         (shared memory), tensors by ``from_numpy``
+``collate_fn``                           the converter, run where batches are built
+``num_workers=0`` / ``> 0``              serial / process executor
+``prefetch_factor``                      the executor's depth (``* num_workers``)
+``timeout`` (0: none)                    the executor's batch timeout (None)
+``multiprocessing_context``              the executor's start method
+``worker_init_fn``, seeds                the executor's ``worker_init``
+                                         (:class:`~._worker.WorkerStart`)
+``state_dict()``                         the engine's checkpoint + generator states
+one ``iter()``                           batches up to the one that ends an epoch
+=======================================  =============================================
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import multiprocessing.context
+import warnings
+from collections.abc import Callable, Iterator
+from typing import Any, Generic, TypeVar
+
+import torch
+from torch.utils.data import BatchSampler, IterableDataset, RandomSampler, SequentialSampler
+from torch.utils.data import DataLoader as _TorchDataLoader
+from torch.utils.data import default_collate as _torch_default_collate
+from torch.utils.data._utils.pin_memory import pin_memory as _pin
+
+from dataset_kit.dataset import DatasetMixin
+from dataset_kit.engine import BatchTimeoutError, Engine, ExecutorSpec, WorkerError
+from dataset_kit.torch import _collate
+from dataset_kit.torch._orders import SamplerOrder
+from dataset_kit.torch._worker import WorkerStart
+
+_SEED_MASK = (1 << 63) - 1
+
+
+class _GetItems(DatasetMixin):
+    """A map-style dataset with ``__getitems__``: asked for whole batches, as PyTorch 2 does."""
+
+    def __init__(self, dataset: Any) -> None:
+        self.dataset = dataset
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def get_example(self, i: int) -> Any:
+        return self.dataset[i]
+
+    def get_examples(self, indices: Any) -> Any:
+        return self.dataset.__getitems__(indices.tolist())
+
+
+class _Collate:
+    """The converter run where batches are built: PyTorch's collate step."""
+
+    def __init__(self, collate_fn: Callable | None, auto_collation: bool) -> None:
+        self.collate_fn = collate_fn
+        self.auto_collation = auto_collation
+
+    def __call__(self, batch: Any) -> Any:
+        if not self.auto_collation:
+            fn = _collate.default_convert if self.collate_fn is None else self.collate_fn
+            return fn(batch[0])
+        if self.collate_fn is None:
+            return _collate.collate_to_numpy(batch)
+        return self.collate_fn(batch if isinstance(batch, list) else list(batch))
+
+
+def _start_method(context: Any, num_workers: int) -> str | None:
+    """PyTorch's checks of ``multiprocessing_context``, with its messages; the start method."""
+    if context is None:
+        return None
+    if num_workers <= 0:
+        raise ValueError("multiprocessing_context can only be used with multi-process loading "
+                         f"(num_workers > 0), but got num_workers={num_workers}")
+    if isinstance(context, str):
+        methods = multiprocessing.get_all_start_methods()
+        if context not in methods:
+            raise ValueError(f"multiprocessing_context option should specify a valid start "
+                             f"method in {methods!r}, but got multiprocessing_context="
+                             f"{context!r}")
+        return context
+    if not isinstance(context, multiprocessing.context.BaseContext):
+        raise TypeError("multiprocessing_context option should be a valid context object or a "
+                        f"string specifying the start method, but got multiprocessing_context="
+                        f"{context}")
+    return context.get_start_method()
+
+
+_T_co = TypeVar("_T_co", covariant=True)
+_FIXED = ("batch_size", "batch_sampler", "sampler", "drop_last", "dataset", "persistent_workers")
+
+
+class DataLoader(Generic[_T_co]):
+    """Loads a map-style dataset in batches, one epoch per ``iter()`` (PyTorch's ``DataLoader``).
+
+    The arguments, their defaults and the errors for conflicting ones are
+    PyTorch 2's; the batches (order, collated types, dtypes and nesting) are
+    those ``torch.utils.data.DataLoader`` yields for the same samplers and
+    generator seed. Beyond PyTorch: ``state_dict()`` / ``load_state_dict()``
+    (torchdata's names) resume mid-epoch with the exact batches, for any
+    ``num_workers``; augmentation drawn from :func:`~dataset_kit.example_rng`
+    is the same for any ``num_workers`` and after a resume; a worker that dies
+    is an error naming it. See "Porting from PyTorch" for every deviation.
+
+    Args:
+        dataset: any object with ``__getitem__`` and ``__len__`` (and
+            optionally ``__getitems__``); not an ``IterableDataset``.
+        batch_size: examples per batch; None disables auto-batching.
+        shuffle: reshuffle every epoch (a ``RandomSampler``).
+        sampler: a torch ``Sampler`` or any iterable of indices with ``len``.
+        batch_sampler: a torch ``BatchSampler`` or any iterable of index lists.
+        num_workers: worker processes; 0 loads in the calling thread.
+        collate_fn: merges a list of examples into a batch (in the workers).
+        pin_memory: pin each batch once, when an accelerator is available.
+        drop_last: drop the last incomplete batch.
+        timeout: seconds a worker may stay silent while its batch is awaited;
+            0 waits as long as the workers live.
+        worker_init_fn: ``worker_init_fn(worker_id)`` run once in each worker.
+        multiprocessing_context: a start method name or a multiprocessing context.
+        generator: the ``torch.Generator`` the sampler and base seed draw from.
+        prefetch_factor: batches in flight per worker (2 with workers).
+        persistent_workers: accepted; workers always persist across epochs.
+        pin_memory_device: deprecated in PyTorch, accepted.
+        in_order: accepted; batches always arrive in order.
+
+    Raises:
+        ValueError: for PyTorch's argument conflicts, with its messages.
+        TypeError: for an ``IterableDataset`` or an object that is not map-style.
+    """
+
+    def __init__(self, dataset: Any, batch_size: int | None = 1, shuffle: bool | None = None,
+                 sampler: Any = None, batch_sampler: Any = None, num_workers: int = 0,
+                 collate_fn: Callable | None = None, pin_memory: bool = False,
+                 drop_last: bool = False, timeout: float = 0,
+                 worker_init_fn: Callable[[int], Any] | None = None,
+                 multiprocessing_context: Any = None, generator: Any = None, *,
+                 prefetch_factor: int | None = None, persistent_workers: bool = False,
+                 pin_memory_device: str = "", in_order: bool = True) -> None:
+        if isinstance(dataset, IterableDataset):
+            raise TypeError(
+                f"dataset_kit.torch.DataLoader loads map-style datasets (any object with "
+                f"__getitem__ and __len__, optionally __getitems__); got the IterableDataset "
+                f"{type(dataset).__name__}. Use torch.utils.data.DataLoader for it, or a "
+                f"map-style dataset")
+        if not (hasattr(dataset, "__getitem__") and hasattr(dataset, "__len__")):
+            raise TypeError(f"dataset must be map-style (have __getitem__ and __len__), got "
+                            f"{type(dataset).__name__}")
+        # PyTorch's checks, in its order and with its words.
+        if num_workers < 0:
+            raise ValueError("num_workers option should be non-negative; "
+                             "use num_workers=0 to disable multiprocessing.")
+        if timeout < 0:
+            raise ValueError("timeout option should be non-negative")
+        if num_workers == 0 and prefetch_factor is not None:
+            raise ValueError(
+                "prefetch_factor option could only be specified in multiprocessing."
+                "let num_workers > 0 to enable multiprocessing, otherwise set prefetch_factor "
+                "to None.")
+        elif num_workers > 0 and prefetch_factor is None:
+            prefetch_factor = 2
+        elif prefetch_factor is not None and prefetch_factor < 0:
+            raise ValueError("prefetch_factor option should be non-negative")
+        if persistent_workers and num_workers == 0:
+            raise ValueError("persistent_workers option needs num_workers > 0")
+        start_method = _start_method(multiprocessing_context, num_workers)
+        shuffle = bool(shuffle)
+        if sampler is not None and shuffle:
+            raise ValueError("sampler option is mutually exclusive with shuffle")
+        if batch_sampler is not None:
+            if batch_size != 1 or shuffle or sampler is not None or drop_last:
+                raise ValueError("batch_sampler option is mutually exclusive with batch_size, "
+                                 "shuffle, sampler, and drop_last")
+            batch_size, drop_last = None, False
+        elif batch_size is None and drop_last:
+            raise ValueError("batch_size=None option disables auto-batching and is mutually "
+                             "exclusive with drop_last")
+        if sampler is None:
+            sampler = RandomSampler(dataset, generator=generator) if shuffle \
+                else SequentialSampler(dataset)
+        if batch_size is not None and batch_sampler is None:
+            batch_sampler = BatchSampler(sampler, batch_size, drop_last)
+        if collate_fn is _torch_default_collate or collate_fn is _collate.default_collate:
+            collate_fn = None  # the zero-copy path computes the same batches
+        # PyTorch's attributes, for code that reads them.
+        self.dataset, self.batch_size, self.drop_last = dataset, batch_size, drop_last
+        self.sampler, self.batch_sampler, self.generator = sampler, batch_sampler, generator
+        self.num_workers, self.prefetch_factor = num_workers, prefetch_factor
+        self.pin_memory, self.pin_memory_device = pin_memory, pin_memory_device
+        self.timeout, self.worker_init_fn = timeout, worker_init_fn
+        self.multiprocessing_context = multiprocessing_context
+        self.persistent_workers, self.in_order = persistent_workers, in_order
+        auto = batch_sampler is not None
+        self.collate_fn = collate_fn if collate_fn is not None else \
+            _collate.default_collate if auto else _collate.default_convert
+        self._default_collate = auto and collate_fn is None
+        self._index_sampler = batch_sampler if auto else sampler
+
+        self._order = SamplerOrder(self._index_sampler, auto, generator,
+                                   base_seed_every_epoch=not persistent_workers)
+        seed = (generator.initial_seed() if generator is not None else torch.initial_seed())
+        fetched = _GetItems(dataset) if callable(getattr(dataset, "__getitems__", None)) \
+            else dataset
+        executor = ExecutorSpec(
+            "serial" if num_workers == 0 else "process", workers=num_workers,
+            depth=None if num_workers == 0 else max(1, prefetch_factor * num_workers),
+            start_method=start_method,
+            timeout=None if timeout == 0 else timeout,
+            converter=_Collate(collate_fn, auto),
+            worker_init=None if num_workers == 0 else WorkerStart(dataset, worker_init_fn, 0))
+        self._engine = Engine(fetched, batch_size=None, order_sampler=self._order,
+                              seed=seed & _SEED_MASK, last_batch="keep", executor=executor)
+        self._worker_start = executor.worker_init  # its base seed is set by iter()
+        self._resuming = False
+        self._initialized = True
+        # PyTorch's warning for more workers than CPUs (it reads num_workers only).
+        _TorchDataLoader.check_worker_number_rationality(self)
+
+    def __setattr__(self, attr: str, value: Any) -> None:
+        if attr in _FIXED and getattr(self, "_initialized", False):
+            raise ValueError(f"{attr} attribute should not be set after "
+                             f"{type(self).__name__} is initialized")
+        super().__setattr__(attr, value)
+
+    @property
+    def _auto_collation(self) -> bool:
+        # PyTorch's name, read by code that checks whether batches are collated.
+        return self.batch_sampler is not None
+
+    # -- epochs ----------------------------------------------------------------
+
+    def __iter__(self) -> Iterator[Any]:
+        engine = self._engine
+        p = engine.position
+        at_boundary = p.is_new_epoch or p.previous_epoch_detail is None
+        if not at_boundary and not self._resuming:
+            engine.start_next_epoch()  # PyTorch: every iter() is a fresh epoch
+        if self._resuming:
+            self._resuming = False  # the saved epoch's order came with the state
+        else:
+            self._draw_now(engine.position.epoch)
+        if engine.spec.epoch_size == 0:
+            return
+        pin = self._pin_device()
+        while True:
+            try:
+                batch = engine.next()
+            except BatchTimeoutError as error:
+                raise BatchTimeoutError(f"DataLoader timed out after {self.timeout} seconds: "
+                                        f"{error}") from None
+            except WorkerError as error:
+                original = error.__cause__
+                if type(error) is not WorkerError or not isinstance(original, Exception):
+                    raise  # a worker died or went silent: the engine's own error
+                # As PyTorch: the worker's exception, as its own type; the
+                # WorkerError naming the worker and its traceback is its cause.
+                error.__cause__ = None
+                raise original from error
+            if self._default_collate:
+                batch = _collate.numpy_to_tensors(batch)
+            yield batch if pin is None else _pin(batch, pin)
+            if engine.position.is_new_epoch:
+                return
+
+    def _draw_now(self, epoch: int) -> None:
+        """Draw the epoch's order at iter(), when PyTorch draws it, unless drawn ahead safely."""
+        order = self._order
+        if epoch >= order.drawn:
+            with order.drawing_in_the_open():
+                self._engine.current_order()
+        elif order.needs_redraw(epoch):
+            self._engine.pin_current_order(order.redraw(epoch))
+        if self._worker_start is not None:  # workers start with the first batch
+            self._worker_start.base_seed = order.base_seeds[0]
+
+    def _pin_device(self) -> str | None:
+        if not self.pin_memory:
+            return None
+        if not torch.accelerator.is_available():
+            warnings.warn("'pin_memory' argument is set as true but no accelerator is found, "
+                          "then device pinned memory won't be used.", stacklevel=3)
+            return None
+        return torch.accelerator.current_accelerator().type
+
+    def __len__(self) -> int:
+        """Batches per epoch (examples, without auto-batching), as PyTorch counts them."""
+        return len(self._index_sampler)
+
+    # -- checkpoints (torchdata's names) ---------------------------------------
+
+    def state_dict(self) -> dict:
+        """Return the loader's position: the engine's checkpoint plus generator states.
+
+        JSON-ready; it counts only batches already yielded.
+        """
+        engine = self._engine.state_dict()
+        return {"engine": engine, "torch": self._order.state_after(self._engine.position.epoch)}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Resume from :meth:`state_dict`: the next ``iter()`` continues the saved epoch.
+
+        The generators (the loader's and its samplers') and a sampler with
+        ``load_state_dict`` are restored to where the saved loader had them.
+
+        Raises:
+            ValueError: if the state is not a loader state, or was saved for
+                another dataset length, batching or sampler; the loader is
+                then unchanged.
+        """
+        if not isinstance(state, dict) or set(state) != {"engine", "torch"}:
+            raise ValueError(f"state must be a dict from DataLoader.state_dict() with keys "
+                             f"'engine' and 'torch', got {state!r:.80}")
+        decoded = self._order.check_state(state["torch"])
+        self._engine.load_state_dict(state["engine"])
+        self._order.load(self._engine.position.epoch, state["torch"], decoded)
+        self._resuming = True
+
+    def close(self) -> None:
+        """Stop the workers and free their shared memory. Idempotent."""
+        self._engine.close()
+
+    def __enter__(self) -> DataLoader[_T_co]:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()

@@ -1,0 +1,172 @@
+"""Inside workers: get_worker_info(), worker_init_fn(worker_id) and PyTorch's seeding."""
+
+from __future__ import annotations
+
+import random
+import time
+
+import numpy as np
+import pytest
+
+from tests.torch.helpers import torch
+
+from torch.utils.data import DataLoader as TorchDataLoader  # noqa: E402
+
+import dataset_kit.torch as dkt  # noqa: E402
+from dataset_kit.iterators import BatchTimeoutError, WorkerError  # noqa: E402
+
+_seeded: dict = {}
+
+
+def _record_seeding(worker_id: int) -> None:
+    """A worker_init_fn that draws from every generator PyTorch seeds per worker."""
+    _seeded.update(id=worker_id, np=int(np.random.randint(2**31)), random=random.random(),
+                   torch=int(torch.randint(2**31, ())))
+
+
+class Reports(torch.utils.data.Dataset):
+    """Each example reports who built it, as both get_worker_info()s see it."""
+
+    def __len__(self) -> int:
+        return 8
+
+    def __getitem__(self, i: int):
+        theirs = torch.utils.data.get_worker_info()
+        ours = dkt.get_worker_info()
+        if theirs is None:
+            return {"main": True}
+        same = ours is theirs
+        return {"id": theirs.id, "n": theirs.num_workers, "seed": theirs.seed,
+                "same": same, "own_dataset": type(theirs.dataset) is Reports, **_seeded}
+
+
+def _per_worker(batches: list) -> dict:
+    seen = {}
+    for batch in batches:
+        for k in range(len(batch["id"])):
+            seen[int(batch["id"][k])] = {key: batch[key][k].item() for key in batch}
+    return seen
+
+
+def test_workers_are_seeded_and_introduced_as_pytorch_does():
+    ours = dkt.DataLoader(Reports(), batch_size=2, num_workers=2, worker_init_fn=_record_seeding,
+                          generator=torch.Generator().manual_seed(17))
+    theirs = TorchDataLoader(Reports(), batch_size=2, num_workers=2,
+                             worker_init_fn=_record_seeding,
+                             generator=torch.Generator().manual_seed(17))
+    try:
+        mine, reference = _per_worker(list(ours)), _per_worker(list(theirs))
+    finally:
+        ours.close()
+    assert set(mine) == {0, 1}
+    assert all(w["same"] and w["own_dataset"] and w["n"] == 2 for w in mine.values())
+    for w in (*mine.values(), *reference.values()):
+        del w["same"]  # only our workers know dataset_kit.torch.get_worker_info()
+    assert mine == reference  # seeds, and the first draws of numpy, random and torch
+
+
+def test_without_workers_get_worker_info_is_none():
+    assert next(iter(dkt.DataLoader(Reports(), batch_size=2)))["main"].tolist() == [True, True]
+    assert dkt.get_worker_info() is None
+
+
+class Fails(torch.utils.data.Dataset):
+    def __len__(self) -> int:
+        return 4
+
+    def __getitem__(self, i: int):
+        if i == 3:
+            raise KeyError(f"bad example {i}")
+        return i
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_an_exception_in_a_worker_is_raised_as_its_own_type(num_workers):
+    loader = dkt.DataLoader(Fails(), batch_size=2, num_workers=num_workers)
+    try:
+        with pytest.raises(KeyError, match="bad example 3") as raised:
+            list(loader)
+        if num_workers:
+            cause = raised.value.__cause__
+            assert isinstance(cause, WorkerError) and "pid" in str(cause)
+            assert "bad example 3" in str(cause)  # the worker's traceback
+    finally:
+        loader.close()
+
+
+def _failing_init(worker_id: int) -> None:
+    raise RuntimeError(f"Error in worker_init_fn {worker_id}")
+
+
+def test_an_error_in_worker_init_fn_is_raised_as_pytorch_raises_it():
+    loader = dkt.DataLoader(Reports(), batch_size=2, num_workers=2, worker_init_fn=_failing_init)
+    try:
+        with pytest.raises(RuntimeError, match="Error in worker_init_fn"):
+            list(loader)
+    finally:
+        loader.close()
+
+
+class ReadOnlyInfo(torch.utils.data.Dataset):
+    def __len__(self) -> int:
+        return 2
+
+    def __getitem__(self, i: int):
+        info = dkt.get_worker_info()
+        try:
+            info.id = 5
+        except Exception as error:  # noqa: BLE001 - the test compares the type with PyTorch's
+            return type(error).__name__
+        return "assignable"
+
+
+def test_worker_info_is_pytorchs_read_only_record():
+    loader = dkt.DataLoader(ReadOnlyInfo(), batch_size=None, num_workers=1)
+    try:
+        ours = list(loader)
+    finally:
+        loader.close()
+    theirs = list(TorchDataLoader(ReadOnlyInfo(), batch_size=None, num_workers=1))
+    assert ours == theirs and ours[0] != "assignable"
+
+
+class ConvAfterFork(torch.utils.data.Dataset):
+    """Uses torch's intra-op thread pool in the parent before workers fork."""
+
+    def __init__(self) -> None:
+        self.x = torch.ones(1, 1, 24000)
+        self[0]
+
+    def __len__(self) -> int:
+        return 2
+
+    def __getitem__(self, i: int):
+        out = torch.nn.functional.conv1d(self.x, torch.ones(1, 1, 2))
+        return out.shape[-1], torch.get_num_threads()
+
+
+def test_workers_use_one_thread_as_pytorchs_so_forked_thread_pools_do_not_hang():
+    loader = dkt.DataLoader(ConvAfterFork(), batch_size=None, num_workers=1, timeout=60)
+    try:
+        assert list(loader) == [[23999, 1], [23999, 1]]  # default_convert makes lists
+    finally:
+        loader.close()
+
+
+class Hangs(torch.utils.data.Dataset):
+    def __len__(self) -> int:
+        return 4
+
+    def __getitem__(self, i: int):
+        time.sleep(600)
+
+
+def test_a_silent_worker_is_an_error_after_timeout_not_a_hang():
+    loader = dkt.DataLoader(Hangs(), batch_size=2, num_workers=1, timeout=1)
+    start = time.monotonic()
+    try:
+        with pytest.raises(BatchTimeoutError, match="DataLoader timed out after 1 seconds"):
+            next(iter(loader))
+        assert time.monotonic() - start < 60
+    finally:
+        loader.close()
