@@ -10,7 +10,7 @@ import time
 import numpy as np
 
 from dataset_kit import DatasetMixin, concat_examples
-from dataset_kit.iterators import example_rng
+from dataset_kit.iterators import OrderSampler, example_rng
 
 
 class Augmented(DatasetMixin):
@@ -121,3 +121,21 @@ class Reversing:
 
     def __call__(self, current_order, current_position):
         return np.asarray(current_order)[::-1].copy()
+
+
+class Curriculum(OrderSampler):
+    """A recomputable sampler with state of its own: a rotation that a trainer moves on."""
+
+    state_kind = "test-curriculum"
+
+    def __init__(self, shift: int = 0) -> None:
+        self.shift = shift
+
+    def epoch_order(self, epoch, size):
+        return np.roll(np.arange(size), self.shift + epoch)
+
+    def state_dict(self):
+        return {"shift": self.shift}
+
+    def load_state_dict(self, state):
+        self.shift = state["shift"]

@@ -11,12 +11,11 @@ from dataset_kit.datasets import TupleDataset
 from dataset_kit.iterators import (
     MultiprocessIterator,
     MultithreadIterator,
-    OrderSampler,
     SerialIterator,
     ShuffleOrderSampler,
 )
 from dataset_kit.serializers import load_npz
-from tests.iterators.helpers import Reversing
+from tests.iterators.helpers import Curriculum, Reversing
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 KINDS = {
@@ -67,24 +66,6 @@ def test_npz_checkpoint_saved_by_release_0_1_resumes():
     it = SerialIterator(dataset(expected["n"]), expected["batch_size"])
     load_npz(os.path.join(DATA, "released_v1_serial.npz"), it)
     assert [ids(next(it)) for _ in expected["next_batches"]] == expected["next_batches"]
-
-
-class Curriculum(OrderSampler):
-    """A recomputable sampler with state of its own: a rotation that a trainer moves on."""
-
-    state_kind = "test-curriculum"
-
-    def __init__(self, shift=0):
-        self.shift = shift
-
-    def epoch_order(self, epoch, size):
-        return np.roll(np.arange(size), self.shift + epoch)
-
-    def state_dict(self):
-        return {"shift": self.shift}
-
-    def load_state_dict(self, state):
-        self.shift = state["shift"]
 
 
 def test_a_user_sampler_with_its_own_state_resumes_exactly():

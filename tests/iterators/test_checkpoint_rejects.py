@@ -12,11 +12,10 @@ from hypothesis import strategies as st
 from dataset_kit.iterators import (
     MultiprocessIterator,
     MultithreadIterator,
-    OrderSampler,
     SerialIterator,
 )
 from dataset_kit.serializers import DictionarySerializer, NpzDeserializer
-from tests.iterators.helpers import Reversing
+from tests.iterators.helpers import Curriculum, Reversing
 from tests.iterators.state_mutations import corrupted, load_or_reject
 
 N, BATCH = 11, 3
@@ -25,24 +24,6 @@ KINDS = {
     "thread": lambda *a, **k: MultithreadIterator(*a, n_threads=2, **k),
     "process": lambda *a, **k: MultiprocessIterator(*a, n_processes=2, **k),
 }
-
-
-class Curriculum(OrderSampler):
-    """A recomputable sampler with a state of its own."""
-
-    state_kind = "test-curriculum"
-
-    def __init__(self, shift: int = 0) -> None:
-        self.shift = shift
-
-    def epoch_order(self, epoch, size):
-        return np.roll(np.arange(size), self.shift + epoch)
-
-    def state_dict(self):
-        return {"shift": self.shift}
-
-    def load_state_dict(self, state):
-        self.shift = state["shift"]
 
 
 class Doubling:
