@@ -16,9 +16,9 @@ import time
 
 import pytest
 
-from dataset_kit.iterators import BatchTimeoutError, WorkerDiedError
+from dataset_kit.engine import BatchTimeoutError, WorkerDiedError
 from tests.iterators.helpers import alive
-from tests.iterators.transport_doors import BIG_BATCH, DOORS, START_METHODS, batches, \
+from tests.engine.transport_doors import BIG_BATCH, DOORS, START_METHODS, batches, \
     write_records
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -101,7 +101,7 @@ SCRIPT = textwrap.dedent("""
     # on to its children: restore Python's own handler, the one users have.
     signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.path.insert(0, {root!r})
-    from tests.iterators.transport_doors import batches
+    from tests.engine.transport_doors import batches
 
     if __name__ == "__main__":
         it, close = batches({door!r}, {n}, {batch_size}, {start_method!r}, timeout={timeout},

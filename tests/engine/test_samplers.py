@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from dataset_kit.iterators import ShuffleOrderSampler
+from dataset_kit.engine import ShuffleOrderSampler
 
 
 def test_epoch_order_is_a_pure_function_of_seed_and_epoch():
