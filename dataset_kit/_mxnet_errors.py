@@ -18,7 +18,7 @@ class MXNetError(RuntimeError, ValueError):
     """A bad parameter or bad data, where MXNet raises its ``MXNetError``."""
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _with_mxnets(mxnet_error: type) -> type:
     return type("MXNetError", (MXNetError, mxnet_error), {"__module__": __name__})
 

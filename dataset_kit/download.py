@@ -23,8 +23,8 @@ from typing import Any, TypeVar
 from tqdm import tqdm
 
 from dataset_kit import _files, _hash_stamp, _http
-from dataset_kit._checks import non_negative_int
 from dataset_kit._archive import UnsafeArchiveError, extract_archive
+from dataset_kit._checks import non_negative_int
 from dataset_kit._http import DownloadError
 
 __all__ = [

@@ -1,13 +1,13 @@
 """Record files (MXNet's ``.rec``) and their indexes (``.idx``): readers and writers.
 
-Writers stage their files under private names and publish them together
-(the ``.rec`` and its ``.idx`` as one unit, see ``_publish``) when the
-writer is closed, leaves a ``with`` block normally, is garbage collected
-(``del writer``, as MXNet users do) or is open at a normal exit. A crash, a ``with`` block left by an
-exception, or an interpreter that exits on an unhandled exception publishes
-nothing. Readers open the pair under its lock, check that the index fits the
-file, and read with ``pread``: a file truncated under them is an error, never
-a SIGBUS.
+Writers stage their files under private names and publish them together (the
+``.rec`` and its ``.idx`` as one unit, see ``_publish``) when the writer is
+closed, leaves a ``with`` block normally, is garbage collected (``del writer``,
+as MXNet users do) or is open at a normal exit. A crash, a ``with`` block left
+by an exception, or an interpreter that exits on an unhandled exception
+publishes nothing. Readers open the pair under its lock, check that the index
+fits the file, and read with ``pread``: a file truncated under them is an error,
+never a SIGBUS.
 """
 
 from __future__ import annotations

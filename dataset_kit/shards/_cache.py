@@ -31,7 +31,8 @@ class ShardIntegrityError(ValueError):
 
 
 class CacheFullError(OSError):
-    """The cache cannot hold a shard: ``cache_limit`` is taken by shards in use, or the disk is full."""
+    """The cache cannot hold a shard: ``cache_limit`` is taken by shards in use, or the disk
+    is full."""
 
 
 class _Mismatch(Exception):

@@ -17,9 +17,8 @@ import time
 import pytest
 
 from dataset_kit.engine import BatchTimeoutError, WorkerDiedError
+from tests.engine.transport_doors import BIG_BATCH, DOORS, START_METHODS, batches, write_records
 from tests.iterators.helpers import alive
-from tests.engine.transport_doors import BIG_BATCH, DOORS, START_METHODS, batches, \
-    write_records
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # The issue's bound for noticing a death: a worker's, or the main process's.
@@ -143,13 +142,13 @@ def test_batches_of_16384_ragged_examples_arrive_under_a_deadline(door, start_me
                                                                   records, tmp_path):
     # Tasks queued for one worker and its pickled reply both exceed the pipe's
     # buffer: with blocking sends on both sides this deadlocked.
-    body = """
+    body = f"""
         for k in range(2):
             got = next(it)
-            assert got == list(range(k * {b}, (k + 1) * {b})), (k, got[:3])
+            assert got == list(range(k * {BIG_BATCH}, (k + 1) * {BIG_BATCH})), (k, got[:3])
         close()
         print("ok", flush=True)
-    """.format(b=BIG_BATCH)
+    """
     proc = start_script(tmp_path, door, start_method, textwrap.dedent(body),
                         n=2 * BIG_BATCH + 64, batch_size=BIG_BATCH, records=records)
     try:
