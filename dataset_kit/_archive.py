@@ -102,6 +102,7 @@ def _check_tar_links(path: str, members: list[tarfile.TarInfo]) -> None:
                 f"links: {member.name!r}")
         if member.issym():
             parent = _resolve(name.split("/")[:-1], links, path)
+            assert parent is not None  # a prefix of ``where``, which resolved inside
             links["/".join([*parent, name.rsplit("/", 1)[-1]])] = member.linkname
         elif member.islnk() and _resolve(member.linkname.split("/"), links, path) is None:
             raise UnsafeArchiveError(f"archive {path}: hard link {member.name!r} points "

@@ -29,5 +29,5 @@ def mxnet_error(message: str) -> MXNetError:
     theirs = getattr(base, "MXNetError", None)
     if isinstance(theirs, type) and issubclass(theirs, Exception) and \
             not issubclass(MXNetError, theirs):
-        return _with_mxnets(theirs)(message)
+        return _with_mxnets(theirs)(message)  # type: ignore[arg-type]  # a class is hashable
     return MXNetError(message)

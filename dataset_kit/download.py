@@ -227,7 +227,7 @@ def cached_download(
             if expected is None or (not verify and _hash_stamp.vouches(path, expected)):
                 return path
             hashed = os.stat(path)
-            digest = _sha256_of(path)
+            digest: str | None = _sha256_of(path)
             if digest == expected:
                 _hash_stamp.write(path, digest, hashed)
                 return path

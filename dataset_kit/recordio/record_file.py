@@ -20,7 +20,7 @@ import weakref
 from array import array
 from collections.abc import Iterator, Mapping
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from dataset_kit import _files
 from dataset_kit.recordio import _publish
@@ -112,6 +112,9 @@ def _close_quietly(file: Any) -> None:
             raise
 
 
+_Writer = TypeVar("_Writer", bound="RecordWriter")
+
+
 class RecordWriter:
     """Writes records one after another (MXNet's ``MXRecordIO(path, 'w')``).
 
@@ -160,7 +163,7 @@ class RecordWriter:
         self._finalizer.detach()
         self._staged.discard()
 
-    def __enter__(self) -> RecordWriter:
+    def __enter__(self: _Writer) -> _Writer:
         return self
 
     def __exit__(self, exc_type: Any, *rest: Any) -> None:
