@@ -27,6 +27,7 @@ import tempfile
 
 import numpy as np
 from _timing import median_of
+
 from dataset_kit.sources import DataSource, DataSourceWithFileCache, data_iterator_cache
 
 SHAPE, BATCH = (3, 64, 64), 100

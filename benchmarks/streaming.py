@@ -145,7 +145,7 @@ def main() -> None:
                                         storage_options=options).manifest
             shard_paths = [f"bench/{n}/ours/{s.name}" for s in manifest.shards]
 
-            def bare() -> None:
+            def bare(shard_paths: list[str] = shard_paths) -> None:
                 for path in shard_paths:
                     fs.cat_file(path)
 

@@ -32,7 +32,6 @@ from torch.utils.data import Dataset
 
 from dataset_kit.torch import DataLoader
 
-
 EPOCHS = 2
 
 

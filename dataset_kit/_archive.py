@@ -9,7 +9,6 @@ import zipfile
 
 from dataset_kit._files import atomic_dir
 
-
 # Whether tarfile has extraction filters (3.10.12+, 3.11.4+, 3.12+). Where it
 # does not, _check_tar_links is the only check and _extract_tar strips modes
 # and owners itself; tests set this to False to run that path on any Python.
@@ -29,7 +28,8 @@ def _check_name(archive: str, name: str, root: str) -> str:
     if os.path.isabs(name) or name.startswith(("/", "\\")) or (len(name) > 1 and name[1] == ":"):
         raise UnsafeArchiveError(f"archive {archive} has an entry with an absolute path: {name!r}")
     if ".." in name.replace("\\", "/").split("/"):
-        raise UnsafeArchiveError(f"archive {archive} has an entry that climbs out with '..': {name!r}")
+        raise UnsafeArchiveError(
+            f"archive {archive} has an entry that climbs out with '..': {name!r}")
     target = os.path.join(root, name)
     if not _inside(root, target):
         raise UnsafeArchiveError(f"archive {archive} has an entry outside the target: {name!r}")
@@ -38,7 +38,8 @@ def _check_name(archive: str, name: str, root: str) -> str:
 
 def _check_link(archive: str, name: str, link: str, root: str, hard: bool) -> None:
     if os.path.isabs(link):
-        raise UnsafeArchiveError(f"archive {archive}: link {name!r} points to absolute path {link!r}")
+        raise UnsafeArchiveError(
+            f"archive {archive}: link {name!r} points to absolute path {link!r}")
     base = root if hard else os.path.dirname(os.path.join(root, name))
     if not _inside(root, os.path.join(base, link)):
         raise UnsafeArchiveError(
@@ -101,6 +102,7 @@ def _check_tar_links(path: str, members: list[tarfile.TarInfo]) -> None:
                 f"links: {member.name!r}")
         if member.issym():
             parent = _resolve(name.split("/")[:-1], links, path)
+            assert parent is not None  # a prefix of ``where``, which resolved inside
             links["/".join([*parent, name.rsplit("/", 1)[-1]])] = member.linkname
         elif member.islnk() and _resolve(member.linkname.split("/"), links, path) is None:
             raise UnsafeArchiveError(f"archive {path}: hard link {member.name!r} points "

@@ -18,7 +18,7 @@ class MXNetError(RuntimeError, ValueError):
     """A bad parameter or bad data, where MXNet raises its ``MXNetError``."""
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _with_mxnets(mxnet_error: type) -> type:
     return type("MXNetError", (MXNetError, mxnet_error), {"__module__": __name__})
 
@@ -29,5 +29,5 @@ def mxnet_error(message: str) -> MXNetError:
     theirs = getattr(base, "MXNetError", None)
     if isinstance(theirs, type) and issubclass(theirs, Exception) and \
             not issubclass(MXNetError, theirs):
-        return _with_mxnets(theirs)(message)
+        return _with_mxnets(theirs)(message)  # type: ignore[arg-type]  # a class is hashable
     return MXNetError(message)

@@ -14,6 +14,7 @@ import math
 import os
 import zipfile
 import zlib
+from typing import IO
 
 import numpy as np
 
@@ -86,7 +87,7 @@ def _check_sizes(info: zipfile.ZipInfo, file_size: int) -> None:
             f"stored) in a file of {file_size} bytes")
 
 
-def _read_member(member: zipfile.ZipExtFile, info: zipfile.ZipInfo) -> np.ndarray:
+def _read_member(member: IO[bytes], info: zipfile.ZipInfo) -> np.ndarray:
     name = info.filename
     version = np.lib.format.read_magic(member)
     read_header = _HEADER_READERS.get(version)

@@ -64,7 +64,7 @@ def _im2rec(args: argparse.Namespace) -> int:
             center_crop=args.center_crop, quality=args.quality, encoding=args.encoding,
             pass_through=args.pass_through, color=args.color,
             progress=False if args.no_progress else None)
-        for path, reason in result["skipped"]:
+        for _path, reason in result["skipped"]:
             print(f"dataset-kit im2rec: skipped unreadable image {reason}", file=sys.stderr)
         skipped += len(result["skipped"])
         print(f"{result['rec']}: {result['records']} records")

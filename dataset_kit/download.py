@@ -23,8 +23,8 @@ from typing import Any, TypeVar
 from tqdm import tqdm
 
 from dataset_kit import _files, _hash_stamp, _http
-from dataset_kit._checks import non_negative_int
 from dataset_kit._archive import UnsafeArchiveError, extract_archive
+from dataset_kit._checks import non_negative_int
 from dataset_kit._http import DownloadError
 
 __all__ = [
@@ -227,7 +227,7 @@ def cached_download(
             if expected is None or (not verify and _hash_stamp.vouches(path, expected)):
                 return path
             hashed = os.stat(path)
-            digest = _sha256_of(path)
+            digest: str | None = _sha256_of(path)
             if digest == expected:
                 _hash_stamp.write(path, digest, hashed)
                 return path

@@ -1,7 +1,6 @@
 import os
 
 import pytest
-
 from hypothesis import HealthCheck, settings
 
 # CI machines are small and shared; keep hypothesis thorough but bounded.

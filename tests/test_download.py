@@ -12,13 +12,13 @@ from dataset_kit import (
     DownloadError,
     HashMismatchError,
     OfflineError,
+    _http,
     cache_or_load_file,
     cached_download,
     get_dataset_directory,
     get_dataset_root,
     set_dataset_root,
 )
-from dataset_kit import _http
 from dataset_kit import download as download_module
 from tests.http_server import Route
 

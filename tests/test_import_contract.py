@@ -7,11 +7,14 @@
   nor a door.
 
 Imports inside functions count too: a lazy import is still a dependency.
+The contract and its allowed crossings are also written down in
+docs/architecture.rst ("Guardrails"); a test keeps the two in step.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -132,3 +135,20 @@ def test_public_engine_imports_from_a_door_are_allowed(tmp_path):
         "from dataset_kit.engine import Engine\nfrom dataset_kit.engine.errors import WorkerError\n"
         "from dataset_kit.datasets import TupleDataset\n")
     assert violations(root) == []
+
+
+def guardrails_section() -> str:
+    """The "Guardrails" section of docs/architecture.rst."""
+    text = (PACKAGE.parent / "docs" / "architecture.rst").read_text(encoding="utf-8")
+    start = text.index("\nGuardrails\n----------\n")
+    following = re.search(r"\n[^\n]+\n-{3,}\n", text[start + 1:])
+    return text[start:start + 1 + following.start()] if following else text[start:]
+
+
+def test_the_architecture_page_lists_the_same_layers_and_allowed_crossings():
+    section = guardrails_section()
+    documented = set(re.findall(r"``(\w+)/`` → ``(\w+)/``", section))
+    assert documented == ALLOWED, "docs/architecture.rst's Guardrails list the crossings " \
+        "that ALLOWED permits, no more, no fewer"
+    for layer in DOORS | STORAGE:
+        assert f"``{layer}/``" in section, f"the Guardrails section does not name {layer}/"

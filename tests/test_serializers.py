@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dataset_kit.iterators import SerialIterator
 from dataset_kit.engine._orders import SamplerMismatchError
+from dataset_kit.iterators import SerialIterator
 from dataset_kit.serializers import (
     DictionarySerializer,
     NpzDeserializer,

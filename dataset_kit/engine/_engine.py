@@ -27,9 +27,9 @@ from dataset_kit.engine import _checkpoint
 from dataset_kit.engine._executor_spec import ExecutorSpec, make_executor
 from dataset_kit.engine._executors import Executor, SerialExecutor
 from dataset_kit.engine._orders import Orders
-from dataset_kit.engine.protocols import BatchStops
 from dataset_kit.engine._spec import BatchSpec
 from dataset_kit.engine._statemachine import BatchPlan, Position
+from dataset_kit.engine.protocols import BatchStops
 from dataset_kit.engine.samplers import ShuffleOrderSampler, draw_seed
 
 

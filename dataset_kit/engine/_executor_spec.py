@@ -126,6 +126,7 @@ def make_executor(spec: ExecutorSpec, dataset: Any) -> Executor:
     if spec.kind == "thread":
         return ThreadExecutor(dataset, spec.workers, spec.converter, depth=spec.depth,
                               timeout=spec.timeout)
+    assert spec.start_method is not None  # a process spec resolves it in __post_init__
     return ProcessExecutor(
         dataset, n_workers=spec.workers, start_method=spec.start_method,
         converter=spec.converter, worker_init=spec.worker_init, max_tasks=spec.max_tasks,

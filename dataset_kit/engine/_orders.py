@@ -198,12 +198,17 @@ class Orders:
                 state["state"] = sampler_state
         stored = self.sampler is not None and not self.recomputable
         if stored or epoch in self._pinned:
-            state["order"] = self.order_of(epoch).tolist()
+            state["order"] = self._stored_order(epoch)
         if with_previous and (stored or epoch - 1 in self._pinned):
-            state["previous_order"] = self.order_of(epoch - 1).tolist()
+            state["previous_order"] = self._stored_order(epoch - 1)
         if self.stops_of is not None:
             state["stops"] = self._stops_of(epoch).tolist()
         return state
+
+    def _stored_order(self, epoch: int) -> list[int]:
+        order = self.order_of(epoch)
+        assert order is not None  # stored or pinned: there is a sampler, so an order
+        return order.tolist()
 
     def loaded(self, state: Any, position: Position) -> Orders:
         """Return a copy of these orders with a :meth:`state_dict` loaded; ``self`` is unchanged.

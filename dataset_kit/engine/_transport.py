@@ -158,16 +158,16 @@ class Transport:
                     os.read(self._wake_r, 4096)
             heard = False
             for conn in ready:
-                channel = by_conn.get(conn)
-                if channel is None:
+                sender = by_conn.get(conn)
+                if sender is None:
                     continue
                 try:
-                    channel.inbox.append(conn.recv())
+                    sender.inbox.append(sender.conn.recv())
                 except (EOFError, OSError):
-                    channel.ended = True
+                    sender.ended = True
                 except Exception as error:  # noqa: BLE001 - an answer that cannot be unpickled
-                    channel.inbox.append(_Undecodable(error))
-                channel.last_heard = time.monotonic()
+                    sender.inbox.append(_Undecodable(error))
+                sender.last_heard = time.monotonic()
                 heard = True
             if heard:
                 self._notify()

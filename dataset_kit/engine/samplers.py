@@ -138,7 +138,7 @@ class IterableOrder(OrderSampler):
 
     def __init__(self, sampler: Any) -> None:
         self.sampler = sampler
-        self.state_kind = f"iterable:{type(sampler).__qualname__}"
+        self.state_kind = f"iterable:{type(sampler).__qualname__}"  # type: ignore[misc]
 
     def __call__(self, current_order: np.ndarray, current_position: int) -> np.ndarray:
         return np.fromiter((int(i) for i in self.sampler), dtype=np.int64)
@@ -156,7 +156,7 @@ class BatchListOrder(OrderSampler):
 
     def __init__(self, batch_sampler: Any) -> None:
         self.batch_sampler = batch_sampler
-        self.state_kind = f"batches:{type(batch_sampler).__qualname__}"
+        self.state_kind = f"batches:{type(batch_sampler).__qualname__}"  # type: ignore[misc]
         self._stops = np.zeros(0, np.int64)
 
     def __call__(self, current_order: np.ndarray, current_position: int) -> np.ndarray:

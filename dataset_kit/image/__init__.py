@@ -40,7 +40,6 @@ from dataset_kit.image.functional import (
 )
 
 
-
 def __getattr__(name: str) -> object:
     # MXNet's mx.image.ImageIter lives in dataset_kit.io, which imports this package: load it
     # on first use, not at import (an import here would be circular).

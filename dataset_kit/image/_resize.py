@@ -22,7 +22,7 @@ import numpy as np
 from dataset_kit.image import affine
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def opencv() -> Any:
     """``cv2`` if OpenCV is installed, else None."""
     try:

@@ -107,7 +107,8 @@ class ForceResizeAug(_Sized):
     """Resize to ``size`` (w, h), whatever the aspect ratio."""
 
     def __call__(self, src: Any) -> Any:
-        return imresize(src, *self.size, interp=self.interp)
+        w, h = self.size
+        return imresize(src, w, h, interp=self.interp)
 
 
 class RandomCropAug(_Sized):

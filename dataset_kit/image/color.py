@@ -80,7 +80,8 @@ def _hls_to_rgb(hue: np.ndarray, light: np.ndarray, sat: np.ndarray) -> np.ndarr
 
 
 def shift_hls(image: np.ndarray, hue: int, lightness: int, saturation: int) -> np.ndarray:
-    """Add to OpenCV's 8-bit H, L and S, saturating at 0 and 180 / 255 (MXNet's ``random_h/l/s``)."""
+    """Add to OpenCV's 8-bit H, L and S, saturating at 0 and 180 / 255 (MXNet's
+    ``random_h/l/s``)."""
     hls = rgb_to_hls(image).astype(np.int32)
     hls += np.array([hue, lightness, saturation], np.int32)
     np.clip(hls, 0, np.array([180, 255, 255]), out=hls)

@@ -151,6 +151,8 @@ def imresize(src: Any, w: int, h: int, interp: int = 1, out: Any = None) -> Any:
 
 def scale_down(src_size: Sequence[int], size: Sequence[int]) -> tuple[int, int]:
     """Shrink a crop ``size`` (w, h) to fit ``src_size`` (w, h), keeping its aspect ratio."""
+    w: float
+    h: float
     w, h = size
     sw, sh = src_size
     if sh < h:
@@ -192,7 +194,7 @@ def copyMakeBorder(src: Any, top: int, bot: int, left: int, right: int,  # noqa:
         result[spec[0][0]:spec[0][0] + image.shape[0],
                spec[1][0]:spec[1][0] + image.shape[1]] = image
     elif type in modes:
-        result = np.pad(image, spec, mode=modes[type])
+        result = np.pad(image, spec, mode=modes[type])  # type: ignore[call-overload]
     else:
         raise ValueError(f"type must be an OpenCV border type 0-4, got {type!r}")
     return _store(result, out) if out is not None else like(src, result)
@@ -210,7 +212,8 @@ def fixed_crop(src: Any, x0: int, y0: int, w: int, h: int, size: Sequence[int] |
     """Crop ``w x h`` at ``(x0, y0)``, then resize to ``size`` (w, h) when given and different."""
     out = as_numpy(src)[y0:y0 + h, x0:x0 + w]
     if size is not None and (w, h) != tuple(size):
-        return imresize(like(src, out), *size, interp=interp)
+        w, h = size
+        return imresize(like(src, out), w, h, interp=interp)
     return like(src, out)
 
 

@@ -139,11 +139,11 @@ def normalize(mean: Sequence[float], std: Sequence[float]) -> _Transform:
     Raises:
         ValueError: if a ``std`` is zero or the lengths differ.
     """
-    mean, std = np.asarray(mean, np.float32), np.asarray(std, np.float32)
-    if mean.shape != std.shape or np.any(std == 0):
+    means, stds = np.asarray(mean, np.float32), np.asarray(std, np.float32)
+    if means.shape != stds.shape or np.any(stds == 0):
         raise ValueError(f"mean and std must have one value per channel and std no zero, got "
-                         f"{mean.tolist()} and {std.tolist()}")
-    return _Transform(_normalize, mean, std)
+                         f"{means.tolist()} and {stds.tolist()}")
+    return _Transform(_normalize, means, stds)
 
 
 def _to_chw(image: np.ndarray) -> np.ndarray:

@@ -8,8 +8,8 @@ from typing import Any
 
 from dataset_kit._checks import positive_int
 from dataset_kit.engine import DEFAULT_BATCH_TIMEOUT, Engine, ExecutorSpec
-from dataset_kit.iterators._chainer_api import ChainerIterator
 from dataset_kit.engine.errors import TimeoutWarning
+from dataset_kit.iterators._chainer_api import ChainerIterator
 
 
 class MultiprocessIterator(ChainerIterator):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from dataset_kit.iterators._chainer_api import ChainerIterator
 from dataset_kit.engine import Engine
+from dataset_kit.iterators._chainer_api import ChainerIterator
 
 
 class SerialIterator(ChainerIterator):

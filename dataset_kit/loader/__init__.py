@@ -7,9 +7,9 @@
 from dataset_kit.datasets.array_dataset import ArrayDataset, SimpleDataset
 from dataset_kit.datasets.gluon_dataset import Dataset
 from dataset_kit.datasets.record_dataset import RecordFileDataset
+from dataset_kit.loader import vision
 from dataset_kit.loader.batchify import Dict, Group, List, Pad, Stack, Tuple, default_batchify_fn
 from dataset_kit.loader.dataloader import DataLoader
-from dataset_kit.loader import vision
 from dataset_kit.loader.samplers import (
     BatchSampler,
     FilterSampler,

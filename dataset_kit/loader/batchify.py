@@ -113,7 +113,8 @@ class Pad:
         for k, a in enumerate(arrays):
             region = [slice(None)] * a.ndim
             region[self._axis] = slice(0, a.shape[self._axis])
-            out[(k, *region)] = a
+            at: tuple[Any, ...] = (k, *region)
+            out[at] = a
         return (out, lengths) if self._ret_length else out
 
 

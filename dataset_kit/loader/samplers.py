@@ -16,7 +16,8 @@ import numpy as np
 
 from dataset_kit._checks import non_negative_int, positive_int
 from dataset_kit._example_context import ORDER_STREAM
-from dataset_kit.engine import BatchListOrder, IterableOrder, OrderSampler, draw_seed
+from dataset_kit.engine import BatchListOrder as BatchListOrder  # dataloader.py imports it here
+from dataset_kit.engine import IterableOrder, OrderSampler, draw_seed
 
 LAST_BATCH = ("keep", "discard", "rollover")
 

@@ -35,8 +35,8 @@ def read_index(data: bytes, idx_path: str, key_type: Callable[[str], Any]
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         number = data.count(b"\n", 0, error.start) + 1
-        row = data.split(b"\n")[number - 1]
-        raise RecordIOError(f"{idx_path}, line {number}: not UTF-8 text: {row[:80]!r}") from None
+        raw = data.split(b"\n")[number - 1]
+        raise RecordIOError(f"{idx_path}, line {number}: not UTF-8 text: {raw[:80]!r}") from None
     rows = text.split("\n")
     if rows[-1] == "":
         rows.pop()  # the newline that ends the last line

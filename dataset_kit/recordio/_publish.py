@@ -77,7 +77,10 @@ def settle(rec_path: str) -> None:
 
 
 def remove_debris(paths: Sequence[str]) -> None:
-    """Remove staging leftovers of dead writers of ``paths`` (best effort: readers may not own the folder)."""
+    """Remove staging leftovers of dead writers of ``paths``.
+
+    Best effort: readers may not own the folder.
+    """
     for path in paths:
         with contextlib.suppress(OSError):
             _files.remove_stale_parts(path, under_lock=False)

@@ -103,7 +103,8 @@ class RecordSource:
         return {"path": self.path, "identity": self.identity}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(state["path"], open_record_file(state["path"]), state["identity"])
+        type(self).__init__(self, state["path"], open_record_file(state["path"]),
+                            state["identity"])
 
 
 def as_bytes(view: memoryview) -> bytes:

@@ -15,6 +15,7 @@ import os
 import random
 import sys
 from collections.abc import Iterator, Sequence
+
 from tqdm import tqdm
 
 from dataset_kit.dataset import DatasetMixin
@@ -106,7 +107,8 @@ def read_list(path: str) -> Iterator[tuple]:
 
 
 class _EncodedImages(DatasetMixin):
-    """Record ``i``: the packed image of ``.lst`` item ``i``, or ``(None, reason)`` if unreadable."""
+    """Record ``i``: the packed image of ``.lst`` item ``i``, or ``(None, reason)``
+    if unreadable."""
 
     def __init__(self, items: list[tuple], root: str, options: dict) -> None:
         self.items, self.root, self.options = items, root, options

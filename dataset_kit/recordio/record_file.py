@@ -1,13 +1,13 @@
 """Record files (MXNet's ``.rec``) and their indexes (``.idx``): readers and writers.
 
-Writers stage their files under private names and publish them together
-(the ``.rec`` and its ``.idx`` as one unit, see ``_publish``) when the
-writer is closed, leaves a ``with`` block normally, is garbage collected
-(``del writer``, as MXNet users do) or is open at a normal exit. A crash, a ``with`` block left by an
-exception, or an interpreter that exits on an unhandled exception publishes
-nothing. Readers open the pair under its lock, check that the index fits the
-file, and read with ``pread``: a file truncated under them is an error, never
-a SIGBUS.
+Writers stage their files under private names and publish them together (the
+``.rec`` and its ``.idx`` as one unit, see ``_publish``) when the writer is
+closed, leaves a ``with`` block normally, is garbage collected (``del writer``,
+as MXNet users do) or is open at a normal exit. A crash, a ``with`` block left
+by an exception, or an interpreter that exits on an unhandled exception
+publishes nothing. Readers open the pair under its lock, check that the index
+fits the file, and read with ``pread``: a file truncated under them is an error,
+never a SIGBUS.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import weakref
 from array import array
 from collections.abc import Iterator, Mapping
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from dataset_kit import _files
 from dataset_kit.recordio import _publish
@@ -112,6 +112,9 @@ def _close_quietly(file: Any) -> None:
             raise
 
 
+_Writer = TypeVar("_Writer", bound="RecordWriter")
+
+
 class RecordWriter:
     """Writes records one after another (MXNet's ``MXRecordIO(path, 'w')``).
 
@@ -160,7 +163,7 @@ class RecordWriter:
         self._finalizer.detach()
         self._staged.discard()
 
-    def __enter__(self) -> RecordWriter:
+    def __enter__(self: _Writer) -> _Writer:
         return self
 
     def __exit__(self, exc_type: Any, *rest: Any) -> None:

@@ -31,7 +31,8 @@ class ShardIntegrityError(ValueError):
 
 
 class CacheFullError(OSError):
-    """The cache cannot hold a shard: ``cache_limit`` is taken by shards in use, or the disk is full."""
+    """The cache cannot hold a shard: ``cache_limit`` is taken by shards in use, or the disk
+    is full."""
 
 
 class _Mismatch(Exception):
@@ -57,7 +58,8 @@ class ShardCache:
                  cache_limit: int | None, timeout: float, retries: int, chunk_size: int) -> None:
         self.directory, self.fs, self.root, self.url = directory, fs, root, url
         self.manifest, self.cache_limit = manifest, cache_limit
-        self.options = {"timeout": timeout, "retries": retries, "chunk_size": chunk_size}
+        self.options: dict[str, Any] = {"timeout": timeout, "retries": retries,
+                                        "chunk_size": chunk_size}
         self.names = {s.name for s in manifest.shards}
         os.makedirs(directory, exist_ok=True)
 

@@ -32,6 +32,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``dataset-kit shards write``; print a summary; return the exit code."""
     from dataset_kit.shards import ShardWriter, convert
 
+    total: int | None  # unknown for WebDataset folders
     if args.source.endswith(".lst"):
         columns, total, samples = convert.from_lst(
             args.source, args.root or os.path.dirname(args.source))

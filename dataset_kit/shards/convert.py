@@ -130,6 +130,8 @@ def _tar_samples(tars: list[str]) -> Iterator[dict]:
                     yield sample
                     sample = {}
                 key = name
-                sample[extension] = tar.extractfile(member).read()
+                content = tar.extractfile(member)
+                assert content is not None  # a regular file (checked above) has content
+                sample[extension] = content.read()
         if sample:
             yield sample

@@ -11,7 +11,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -157,4 +157,4 @@ def _shard_info(entry: Any, where: str) -> ShardInfo:
             raise ManifestError(f"{where}: {key!r} must be a positive integer, got {value!r}")
     if not (isinstance(sha, str) and re.fullmatch(r"[0-9a-f]{64}", sha)):
         raise ManifestError(f"{where}: 'sha256' must be 64 lowercase hex digits, got {sha!r}")
-    return ShardInfo(name, samples, size, sha)
+    return ShardInfo(name, cast(int, samples), cast(int, size), sha)  # checked above

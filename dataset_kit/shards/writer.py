@@ -39,6 +39,8 @@ class ShardWriter:
         FileExistsError: if ``out`` already holds a manifest and not ``overwrite``.
     """
 
+    manifest: Manifest  # set by close()
+
     def __init__(self, out: str | os.PathLike, columns: dict, shard_size: int =
                  DEFAULT_SHARD_SIZE, compression: str | None = None, *,
                  storage_options: dict | None = None, overwrite: bool = False) -> None:

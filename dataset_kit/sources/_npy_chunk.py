@@ -86,7 +86,8 @@ def scan_chunk(fd: int, name: str, count: int, variables: tuple[str, ...]) -> Ch
             arrays do not fill the file exactly.
     """
     st = os.fstat(fd)
-    size, offset, arrays = st.st_size, 0, []
+    size, offset = st.st_size, 0
+    arrays: list[ArrayHeader] = []
     for variable in variables:
         if offset >= size:
             raise CacheFormatError(

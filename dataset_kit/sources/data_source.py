@@ -50,7 +50,7 @@ class DataSource(DatasetMixin):
         self._variables: tuple[str, ...] | None = None
         self._position = 0
         # The order next() walks (NNabla's name); None: the index order.
-        self._order: Sequence[int] | None = None
+        self._order: np.ndarray | None = None
 
     def _get_data(self, position: int) -> Sequence[Any]:
         raise NotImplementedError
@@ -82,7 +82,7 @@ class DataSource(DatasetMixin):
         self._shuffle = bool(value)
 
     @property
-    def order(self) -> Sequence[int]:
+    def order(self) -> np.ndarray:
         """The order :meth:`next` walks (``0 .. size-1`` unless the source drew its own)."""
         return np.arange(self._size) if self._order is None else self._order
 

@@ -102,7 +102,8 @@ def write_cache(cache_dir: str, source: DataSource, prefix: str = "cache",
             os.remove(os.path.join(cache_dir, INDEX_FILE))
         with contextlib.suppress(FileNotFoundError):
             os.remove(os.path.join(cache_dir, INFO_FILE))
-        for stale in glob.glob(os.path.join(glob.escape(cache_dir), f"{glob.escape(prefix)}_*.npy")):
+        pattern = os.path.join(glob.escape(cache_dir), f"{glob.escape(prefix)}_*.npy")
+        for stale in glob.glob(pattern):
             os.remove(stale)
         written: list[str] = []
         try:

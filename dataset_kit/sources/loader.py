@@ -99,8 +99,9 @@ class ResourceFileReader:
         and stays open.
         """
         if self._file is None:
+            assert self._path is not None  # a source is a path or a file object
             with open(_uri.local_path(self._path), "rb") as f:
-                f.ext = self.ext  # NNabla's readers look for it
+                f.ext = self.ext  # type: ignore[attr-defined]  # NNabla's readers look for it
                 yield f
             return
         self._file.seek(0)

@@ -92,8 +92,9 @@ def numpy_to_tensors(data: Any) -> Any:
             clone = copy.copy(data)
             clone.update({k: numpy_to_tensors(v) for k, v in data.items()})
             return clone
+        kind: Any = type(data)
         try:
-            return type(data)({k: numpy_to_tensors(v) for k, v in data.items()})
+            return kind({k: numpy_to_tensors(v) for k, v in data.items()})
         except TypeError:
             return {k: numpy_to_tensors(v) for k, v in data.items()}
     if isinstance(data, tuple) and hasattr(data, "_fields"):
@@ -103,10 +104,10 @@ def numpy_to_tensors(data: Any) -> Any:
     if isinstance(data, list):
         return [numpy_to_tensors(v) for v in data]
     if isinstance(data, collections.abc.MutableSequence):
-        clone = copy.copy(data)
+        items = copy.copy(data)
         for i, v in enumerate(data):
-            clone[i] = numpy_to_tensors(v)
-        return clone
+            items[i] = numpy_to_tensors(v)
+        return items
     return data
 
 

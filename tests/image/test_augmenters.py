@@ -12,7 +12,6 @@ from dataset_kit.image import (
     BrightnessJitterAug,
     CastAug,
     CenterCropAug,
-    ColorJitterAug,
     ColorNormalizeAug,
     ContrastJitterAug,
     CreateAugmenter,
@@ -56,7 +55,7 @@ def test_geometry_augmenters_give_the_sizes():
 def test_colour_augmenters_compute_as_mxnet_in_float_without_clipping():
     image = _image()
     grey = image @ np.float32([0.299, 0.587, 0.114])
-    for alpha_of, aug, expected in [
+    for _alpha_of, aug, expected in [
             (lambda out: out[0, 0, 0] / image[0, 0, 0], BrightnessJitterAug(0.5),
              lambda a: image * a),
             (None, ContrastJitterAug(0.5), lambda a: image * a + (1 - a) * grey.mean()),

@@ -10,6 +10,7 @@ from PIL import Image
 
 from dataset_kit import example_rng
 from dataset_kit.image import (
+    _resize,
     center_crop,
     color_normalize,
     copyMakeBorder,
@@ -22,7 +23,6 @@ from dataset_kit.image import (
     resize_short,
     scale_down,
 )
-from dataset_kit.image import _resize
 from dataset_kit.io import MXNetError
 
 
@@ -176,8 +176,8 @@ def test_copy_make_border_constant_per_channel():
 
 
 def test_random_draws_are_the_examples_inside_an_iterator():
-    from dataset_kit.iterators import SerialIterator
     from dataset_kit.datasets import TransformDataset
+    from dataset_kit.iterators import SerialIterator
 
     images = TransformDataset(list(range(6)), lambda i: random_crop(_image(20, 20), (5, 5))[1])
     boxes = [next(SerialIterator(images, 6, shuffle=False, seed=3)) for _ in range(2)]

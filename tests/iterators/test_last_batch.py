@@ -140,3 +140,9 @@ def test_resume_anywhere_equals_no_interruption_for_every_kind(n, b, seed, polic
 def test_an_unknown_policy_is_named():
     with pytest.raises(ValueError, match="last_batch must be one of .* got 'drop'"):
         SerialIterator([1, 2], 1, last_batch="drop")
+
+
+def test_chainer_style_repeating_iterators_still_refuse_epochs_without_a_batch():
+    # They promise a batch on every next(): an empty epoch would leave them nothing to give.
+    with pytest.raises(ValueError, match="no epoch would yield a batch"):
+        SerialIterator(np.arange(3), 5, last_batch="discard")

@@ -7,8 +7,8 @@ Runs where Chainer is installed (it needs numpy<2). CI installs Chainer
 import numpy as np
 import pytest
 
-chainer = pytest.importorskip("chainer", reason="Chainer 7.8.1 is not installed here "
-                              "(CI runs tests/peers in a numpy<2 environment that has it)")
+pytest.importorskip("chainer", reason="Chainer 7.8.1 is not installed here "
+                    "(CI runs tests/peers in a numpy<2 environment that has it)")
 
 import chainer.iterators  # noqa: E402
 import chainer.serializers  # noqa: E402

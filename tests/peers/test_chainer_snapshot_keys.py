@@ -7,11 +7,10 @@ shuffled). Runs where Chainer is installed (CI's numpy<2 environment).
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
-chainer = pytest.importorskip("chainer", reason="Chainer 7.8.1 is not installed here "
-                              "(CI runs tests/peers in a numpy<2 environment that has it)")
+pytest.importorskip("chainer", reason="Chainer 7.8.1 is not installed here "
+                    "(CI runs tests/peers in a numpy<2 environment that has it)")
 
 import chainer.iterators  # noqa: E402
 import chainer.serializers  # noqa: E402

@@ -12,8 +12,8 @@ import hashlib
 import numpy as np
 import pytest
 
-chainer = pytest.importorskip("chainer", reason="Chainer 7.8.1 is not installed here "
-                              "(CI runs tests/peers in a numpy<2 environment that has it)")
+pytest.importorskip("chainer", reason="Chainer 7.8.1 is not installed here "
+                    "(CI runs tests/peers in a numpy<2 environment that has it)")
 
 import chainer.dataset.download  # noqa: E402
 import chainer.datasets  # noqa: E402

@@ -162,8 +162,7 @@ def test_keys_and_skipped_files_do_not_depend_on_the_progress_bar(forty, how):
     command = [sys.executable, "-m", "dataset_kit.cli", "im2rec", str(tmp_path / "all"), root]
     if how == "--no-progress":
         command.append("--no-progress")
-    done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          timeout=120)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     keys = [int(line.split("\t")[0]) for line in open(tmp_path / "all.idx")]
     broken_paths = {f"c{n // 10}/{n:02d}.jpg" for n in broken}

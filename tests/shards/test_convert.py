@@ -3,7 +3,6 @@ import json
 import tarfile
 
 import numpy as np
-import pytest
 
 from dataset_kit.cli import main
 from dataset_kit.shards import StreamingDataset

@@ -10,7 +10,6 @@ import time
 import numpy as np
 import pytest
 from hypothesis import given
-from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from dataset_kit.shards import Manifest, ShardWriter, StreamingDataset

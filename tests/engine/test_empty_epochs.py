@@ -3,7 +3,6 @@
 import numpy as np
 import pytest
 
-from dataset_kit.iterators import SerialIterator
 from dataset_kit.engine._engine import Engine
 from dataset_kit.engine._statemachine import Position, advance
 
@@ -45,9 +44,3 @@ def test_an_empty_epoch_resumes_from_a_state():
     other = Engine(np.arange(3), batch_size=5, shuffle=False, last_batch="rollover")
     other.load_state_dict(engine.state_dict())
     assert list(other.next()) == list(engine.next()) == [0, 1, 2, 0, 1]
-
-
-def test_chainer_style_repeating_iterators_still_refuse_epochs_without_a_batch():
-    # They promise a batch on every next(): an empty epoch would leave them nothing to give.
-    with pytest.raises(ValueError, match="no epoch would yield a batch"):
-        SerialIterator(np.arange(3), 5, last_batch="discard")

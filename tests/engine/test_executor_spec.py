@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dataset_kit.iterators import DEFAULT_BATCH_TIMEOUT, ExecutorSpec, make_executor
+from dataset_kit.engine import DEFAULT_BATCH_TIMEOUT, ExecutorSpec, make_executor
 from dataset_kit.engine._executors import ProcessExecutor, SerialExecutor, ThreadExecutor
 
 

@@ -16,10 +16,9 @@ import time
 
 import pytest
 
-from dataset_kit.iterators import BatchTimeoutError, WorkerDiedError
+from dataset_kit.engine import BatchTimeoutError, WorkerDiedError
+from tests.engine.transport_doors import BIG_BATCH, DOORS, START_METHODS, batches, write_records
 from tests.iterators.helpers import alive
-from tests.iterators.transport_doors import BIG_BATCH, DOORS, START_METHODS, batches, \
-    write_records
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # The issue's bound for noticing a death: a worker's, or the main process's.
@@ -101,7 +100,7 @@ SCRIPT = textwrap.dedent("""
     # on to its children: restore Python's own handler, the one users have.
     signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.path.insert(0, {root!r})
-    from tests.iterators.transport_doors import batches
+    from tests.engine.transport_doors import batches
 
     if __name__ == "__main__":
         it, close = batches({door!r}, {n}, {batch_size}, {start_method!r}, timeout={timeout},
@@ -143,13 +142,13 @@ def test_batches_of_16384_ragged_examples_arrive_under_a_deadline(door, start_me
                                                                   records, tmp_path):
     # Tasks queued for one worker and its pickled reply both exceed the pipe's
     # buffer: with blocking sends on both sides this deadlocked.
-    body = """
+    body = f"""
         for k in range(2):
             got = next(it)
-            assert got == list(range(k * {b}, (k + 1) * {b})), (k, got[:3])
+            assert got == list(range(k * {BIG_BATCH}, (k + 1) * {BIG_BATCH})), (k, got[:3])
         close()
         print("ok", flush=True)
-    """.format(b=BIG_BATCH)
+    """
     proc = start_script(tmp_path, door, start_method, textwrap.dedent(body),
                         n=2 * BIG_BATCH + 64, batch_size=BIG_BATCH, records=records)
     try:

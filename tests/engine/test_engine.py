@@ -4,7 +4,6 @@ import importlib.util
 import os
 
 import numpy as np
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
