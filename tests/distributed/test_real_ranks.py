@@ -123,7 +123,7 @@ def test_elastic_resume_equals_the_uninterrupted_run(engine, before, after, poli
     assert launch(engine, after, "epochs", whole, n=n, batch=batch, epochs=2,
                   policy=policy) == 0
 
-    start = states[0]["global_position"]
+    start = states[0]["door"]["global_position"]
     assert start == 5 * batch * before
     order = global_order(7, 0, n, True).tolist()
     assert sorted(_interleave([r["seen"] for r in first])) == sorted(order[:start])
