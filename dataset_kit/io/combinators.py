@@ -198,9 +198,9 @@ def _inner_states(count: int) -> _checkpoint.FieldCheck:
 
 def _position_of(it: DataIter) -> Any:
     """Where a (loaded) iterator stands in its epochs, or None if it has no engine."""
-    state = it.state_dict()
-    engine = state.get("engine")
-    if not isinstance(engine, dict):
+    state = it.state_dict()  # its own envelope, just loaded
+    engine = state["engine"]
+    if engine is None:
         return None
-    return {"epoch": engine.get("epoch"), "current_position": engine.get("current_position"),
-            "is_new_epoch": engine.get("is_new_epoch"), **state["door"]}
+    return {"epoch": engine["epoch"], "current_position": engine["current_position"],
+            "is_new_epoch": engine["is_new_epoch"], **state["door"]}
