@@ -19,7 +19,11 @@ import pytest
 from dataset_kit.datasets import TupleDataset
 from dataset_kit.distributed import ShardedIterator
 from dataset_kit.io import NDArrayIter, PrefetchingIter, ResizeIter
-from dataset_kit.iterators import MultiprocessIterator, MultithreadIterator, SerialIterator
+from dataset_kit.iterators import (
+    MultiprocessIterator,
+    MultithreadIterator,
+    SerialIterator,
+)
 from dataset_kit.loader import ArrayDataset, DataLoader
 from dataset_kit.sources import data_iterator_simple
 

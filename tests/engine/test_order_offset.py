@@ -51,13 +51,15 @@ def test_an_offset_begins_the_epoch_at_the_samplers_cut_of_the_rest():
 
 
 def test_a_state_saved_inside_an_offset_epoch_keeps_the_offset_not_the_order():
-    make = lambda: Engine(np.arange(N), batch_size=BATCH, order_sampler=EveryOther(1), seed=0,
-                          last_batch="keep")
+    def make() -> Engine:
+        return Engine(np.arange(N), batch_size=BATCH, order_sampler=EveryOther(1), seed=0,
+                      last_batch="keep")
+
     engine = make()
     state = engine.state_dict()
     state.update(order_offset=2, current_position=1)
     engine.load_state_dict(state)
-    next(iter([engine.next()]))
+    engine.next()
     saved = json.loads(json.dumps(engine.state_dict()))
     assert saved["order_offset"] == 2 and "order" not in saved["order_sampler"]
     assert saved["current_position"] == 3
@@ -76,10 +78,10 @@ def test_a_plain_random_access_order_begins_at_the_offset_itself():
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"order_offset": 7, "current_position": 0}, r"current_position'\] is 0, but epoch 0 "
-                                                 r"begun at order_offset 7 starts at position 3"),
-    ({"order_offset": 12, "current_position": 5}, r"order_offset'\] 12 does not fit order "
-                                                  r"sampler 'test-every-other'"),
+    ({"order_offset": 7, "current_position": 0}, (r"current_position'\] is 0, but epoch 0 "
+                                                  r"begun at order_offset 7 starts at position 3")),
+    ({"order_offset": 12, "current_position": 5}, (r"order_offset'\] 12 does not fit order "
+                                                   r"sampler 'test-every-other'")),
     ({"order_offset": -1}, r"state\['order_offset'\] must be an integer"),
     ({"order_offset": 2, "carry": 1, "epoch": 1, "current_position": 0},
      r"order_offset=2 and carry=1"),

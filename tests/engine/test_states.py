@@ -31,8 +31,8 @@ def test_the_envelope_holds_format_version_engine_and_door():
     ({"door": ["gluon"]}, r"state\['door'\] must be a dict with the door's 'name'"),
     ({"engine": None}, r"state\['engine'\] must be the engine's state \(a dict\) in a 'gluon'"),
     ({"extra": 1}, r"state has unknown keys \['extra'\]"),
-    ({"door": {"name": "gluon", "cur": 1}}, r"state\['door'\] has fields \['cur'\] that door "
-                                            r"'gluon' does not have"),
+    ({"door": {"name": "gluon", "cur": 1}}, (r"state\['door'\] has fields \['cur'\] that door "
+                                             r"'gluon' does not have")),
 ])
 def test_each_mismatch_is_a_value_error_naming_the_field(change, message):
     state = dict(states.wrap_state("gluon", engine_state()), **change)
