@@ -357,8 +357,10 @@ def _same_sampler(mine: dict | None) -> _checkpoint.FieldCheck:
         if not (kind == mine_kind and (value is None or isinstance(kind, str))):
             raise ValueError(f"state was saved with order sampler {_checkpoint.short(kind)}, "
                              f"but this iterator uses {mine_kind!r} ({where})")
-        if value is not None and set(value) - {"kind", "state"}:
-            raise ValueError(f"{where} must hold only 'kind' and 'state', got "
+        if value is not None and (set(value) - {"kind", "state"}
+                                  or ("state" in value) != ("state" in mine)):
+            own = "'kind' and 'state'" if "state" in mine else "'kind' only"
+            raise ValueError(f"{where} must hold {own} of sampler {mine_kind!r}, got "
                              f"{_checkpoint.short(value)}")
         return value
     return check

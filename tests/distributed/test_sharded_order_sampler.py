@@ -118,3 +118,13 @@ def test_ranks_with_different_samplers_fail_on_every_rank(shards):
 
     results = run_ranks(2, body)
     assert all("ranks disagree on order_sampler" in str(r) for r in results)
+
+
+def test_a_sampler_part_without_the_samplers_state_is_refused(shards):
+    ds = shards()
+    it = ShardedIterator(ds, BATCH, seed=1, order_sampler=ShardOrderSampler(ds, seed=1))
+    state = it.state_dict()
+    del state["door"]["order_sampler"]["state"]
+    with pytest.raises(ValueError, match=r"order_sampler'\] must hold 'kind' and 'state' of "
+                                         r"sampler 'shard_blocks'"):
+        it.load_state_dict(state)
