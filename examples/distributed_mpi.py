@@ -82,8 +82,8 @@ def first_ranks(ranks_after: int) -> None:
         Path(folder, "checkpoint.json").write_text(json.dumps(
             {"iterator": state, "seen": sorted(i for ids in everyone for i in ids)}))
         print(f"{comm.size} ranks: {len(seen) * comm.size} examples, loss {loss:.4f}; "
-              f"checkpoint at global position {state['global_position']} of epoch "
-              f"{state['epoch']}", flush=True)
+              f"checkpoint at global position {state['door']['global_position']} of epoch "
+              f"{state['door']['epoch']}", flush=True)
     it.finalize()
     comm.Barrier()
     children = comm.Spawn(sys.executable, [__file__, "--resume", folder], ranks_after, root=0)

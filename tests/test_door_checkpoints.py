@@ -114,19 +114,20 @@ def test_a_prefetching_iter_whose_second_state_is_refused_keeps_the_first_as_it_
     it, twin, other = make(), make(), make()
     other.take(3)
     state = other.door.state_dict()
-    state["inner"][1]["engine"]["epoch"] = -1
+    state["door"]["inner"][1]["engine"]["epoch"] = -1
     with pytest.raises(ValueError, match="invalid position"):
         it.door.load_state_dict(state)
     assert it.take(6) == twin.take(6)
 
 
 @pytest.mark.parametrize("key, value, message", [
-    ("exhausted", "no", r"state\['exhausted'\] must be True or False, got 'no'"),
-    ("epoch_open", 1, r"state\['epoch_open'\] must be True or False, got 1"),
+    ("exhausted", "no", r"state\['door'\]\['exhausted'\] must be True or False, got 'no'"),
+    ("epoch_open", 1, r"state\['door'\]\['epoch_open'\] must be True or False, got 1"),
 ])
 def test_a_data_iter_flag_of_another_type_is_refused_naming_it(key, value, message):
     it = DOORS["io.NDArrayIter"]().door
-    state = dict(it.state_dict(), **{key: value})
+    state = it.state_dict()
+    state["door"][key] = value
     with pytest.raises(ValueError, match=message):
         it.load_state_dict(state)
 
@@ -134,8 +135,10 @@ def test_a_data_iter_flag_of_another_type_is_refused_naming_it(key, value, messa
 def test_a_resize_iter_count_out_of_range_is_refused_before_the_inner_state_loads():
     it, twin, other = DOORS["io.ResizeIter"](), DOORS["io.ResizeIter"](), DOORS["io.ResizeIter"]()
     other.take(2)
-    state = dict(other.door.state_dict(), cur=6)
-    with pytest.raises(ValueError, match=r"state\['cur'\] must be an integer in \[0, 6\), got 6"):
+    state = other.door.state_dict()
+    state["door"]["cur"] = 6
+    with pytest.raises(ValueError, match=r"state\['door'\]\['cur'\] must be an integer in "
+                                         r"\[0, 6\), got 6"):
         it.door.load_state_dict(state)
     assert it.take(6) == twin.take(6)
 
@@ -146,7 +149,7 @@ def test_a_prefetching_iter_refuses_inner_states_that_stand_at_different_places(
     it, twin, other = make(), make(), make()
     other.take(1)
     state = other.door.state_dict()
-    state["inner"][1] = make().door.state_dict()["inner"][1]
-    with pytest.raises(ValueError, match=r"state\['inner'\]\[1\] stands at"):
+    state["door"]["inner"][1] = make().door.state_dict()["door"]["inner"][1]
+    with pytest.raises(ValueError, match=r"state\['door'\]\['inner'\]\[1\] stands at"):
         it.door.load_state_dict(state)
     assert it.take(6) == twin.take(6)

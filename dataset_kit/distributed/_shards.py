@@ -28,6 +28,8 @@ it begins in a rank's share.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from dataset_kit.engine import ShuffleOrderSampler
@@ -35,8 +37,15 @@ from dataset_kit.engine import ShuffleOrderSampler
 SHARD_POLICIES = ("keep", "pad", "discard")
 
 
-def global_order(seed: int, epoch: int, size: int, shuffle: bool) -> np.ndarray:
-    """Return the global order of ``epoch``: that of a single-process iterator with ``seed``."""
+def global_order(seed: int, epoch: int, size: int, shuffle: bool, sampler: Any = None
+                 ) -> np.ndarray:
+    """Return the global order of ``epoch``: that of a single-process iterator with ``seed``.
+
+    With ``sampler`` (a random-access order sampler), its order of ``epoch``
+    instead: every rank computes the same one from the sampler's state.
+    """
+    if sampler is not None:
+        return np.asarray(sampler.epoch_order(epoch, size), dtype=np.int64)
     if not shuffle:
         return np.arange(size, dtype=np.int64)
     return ShuffleOrderSampler(seed).epoch_order(epoch, size)

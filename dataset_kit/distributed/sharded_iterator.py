@@ -5,7 +5,8 @@ attributes) whose order sampler yields this rank's cut of the global order
 (:mod:`._shards`); worker threads or processes work inside each rank as on
 one machine. What it adds to the engine is the translation of checkpoints:
 its state records the *global* position, identical on every rank, and loads
-on any number of ranks (elastic resume).
+on any number of ranks (elastic resume): the engine begins the saved epoch at
+that offset of the global order (``order_offset``), and reports it back.
 """
 
 from __future__ import annotations
@@ -29,31 +30,56 @@ from dataset_kit.engine import (
     Engine,
     ExecutorSpec,
     OrderSampler,
+    RandomAccessOrder,
     draw_seed,
     states as _checkpoint,
 )
+from dataset_kit.engine.samplers import sampler_kind
 from dataset_kit.iterators._chainer_api import ChainerIterator
 
-STATE_FORMAT = "dataset_kit.sharded_iterator"
-STATE_VERSION = 1
-# Policies of earlier releases under their engine names: a state saved with
-# them still loads.
-_RENAMED_POLICIES = {"drop": "discard"}
+# The door's name in its states.
+DOOR = "sharded"
 
 
 class _RankShareSampler(OrderSampler):
-    """The order sampler of one rank: its share of each epoch's global order."""
+    """The order sampler of one rank: its share of each epoch's global order.
+
+    The global order comes from ``sampler`` (a random-access order sampler)
+    or, without one, from the shuffle of ``seed``. It is an
+    :class:`~dataset_kit.engine.protocols.OffsetOrder`: the engine can begin
+    an epoch at any global position (a resume on another number of ranks).
+    """
 
     state_kind = "sharded"
 
     def __init__(self, seed: int, shuffle: bool, rank: int, ranks: int, batch_size: int,
-                 policy: str) -> None:
+                 policy: str, sampler: Any = None) -> None:
         self.seed, self.shuffle, self.policy = seed, shuffle, policy
         self.rank, self.ranks, self.batch_size = rank, ranks, batch_size
+        self.sampler = sampler
 
     def epoch_order(self, epoch: int, size: int) -> np.ndarray:
-        order = global_order(self.seed, epoch, size, self.shuffle)
-        return rank_share(order, 0, self.rank, self.ranks, self.batch_size, self.policy)
+        return self.epoch_order_from(epoch, size, 0)
+
+    def epoch_order_from(self, epoch: int, size: int, offset: int) -> np.ndarray:
+        order = global_order(self.seed, epoch, size, self.shuffle, self.sampler)
+        return rank_share(order, offset, self.rank, self.ranks, self.batch_size, self.policy)
+
+    def global_sampler_state(self) -> dict | None:
+        """The global order sampler's kind and state, or None without one."""
+        if self.sampler is None:
+            return None
+        own = getattr(self.sampler, "state_dict", None)
+        state = own() if callable(own) else None
+        return {"kind": sampler_kind(self.sampler), **({} if state is None else {"state": state})}
+
+    def state_dict(self) -> dict | None:
+        return self.global_sampler_state()
+
+    def load_state_dict(self, state: dict | None) -> None:
+        # Checked by ShardedIterator.load_state_dict (kind, presence) first.
+        if isinstance(state, dict) and "state" in state:
+            self.sampler.load_state_dict(state["state"])
 
     def __call__(self, current_order: np.ndarray, current_position: int) -> np.ndarray:
         raise TypeError("a rank's share is computed per epoch; call epoch_order()")
@@ -79,9 +105,16 @@ class ShardedIterator(ChainerIterator):
         comm: a communicator or anything
             :func:`~dataset_kit.distributed.as_communicator` takes (None: one process).
         repeat: whether to loop over the dataset forever.
-        shuffle: whether each epoch's global order is shuffled.
+        shuffle: whether each epoch's global order is shuffled; None means
+            True unless ``order_sampler`` is given.
         seed: the seed of the shuffle and of :func:`~dataset_kit.example_rng`;
             rank 0's (drawn there when None) is used by every rank.
+        order_sampler: the global order's sampler instead of the shuffle:
+            one whose order of epoch ``e`` is a pure function of its state
+            and ``e`` (``epoch_order(epoch, size)``), such as
+            :class:`~dataset_kit.shards.ShardOrderSampler`, the same on every
+            rank. Each rank takes its cut of that order. The state carries
+            the sampler's state and refuses another sampler.
         last_batch: how the end of the global order is cut, in the words of
             the other iterators: ``'keep'`` (padded to a multiple of the
             ranks only, as ChainerMN's ``scatter_dataset`` and PyTorch's
@@ -98,16 +131,18 @@ class ShardedIterator(ChainerIterator):
             before a :class:`~dataset_kit.iterators.BatchTimeoutError` (None: wait).
 
     Raises:
-        TypeError: if an integer argument is not an integer, or ``converter``
-            is not callable.
+        TypeError: if an integer argument is not an integer, ``converter``
+            is not callable, or ``order_sampler`` gives no random-access order.
         ValueError: if an argument is out of range, both ``n_processes`` and
-            ``n_threads`` are given, or a repeating epoch would have no batch.
+            ``n_threads`` (or ``shuffle`` and ``order_sampler``) are given, or
+            a repeating epoch would have no batch.
         DistributedError: on every rank, if the ranks' dataset lengths or
             arguments differ (the message names both values).
     """
 
     def __init__(self, dataset: Any, batch_size: int, comm: Any = None, *, repeat: bool = True,
-                 shuffle: bool = True, seed: int | None = None, last_batch: str = "keep",
+                 shuffle: bool | None = None, seed: int | None = None,
+                 last_batch: str = "keep", order_sampler: Any = None,
                  n_processes: int | None = None, n_threads: int | None = None,
                  converter: Callable[[Any], Any] | None = None,
                  start_method: str | None = None,
@@ -123,11 +158,23 @@ class ShardedIterator(ChainerIterator):
                              f"and {n_threads!r})")
         if converter is not None and not callable(converter):
             raise TypeError(f"converter must be callable or None, got {type(converter).__name__}")
+        if order_sampler is not None:
+            if shuffle is not None:
+                raise ValueError(f"pass either shuffle or order_sampler, not both (got "
+                                 f"shuffle={shuffle!r} and order_sampler={order_sampler!r})")
+            if not isinstance(order_sampler, RandomAccessOrder):
+                raise TypeError(
+                    f"order_sampler must give the global order of each epoch as a pure "
+                    f"function of its state and the epoch (epoch_order(epoch, size)), as "
+                    f"ShardOrderSampler does; got {type(order_sampler).__name__}")
         self.comm = as_communicator(comm)
-        self.shuffle, self.shard_policy = bool(shuffle), last_batch
+        self.shuffle = order_sampler is None if shuffle is None else bool(shuffle)
+        self.shard_policy = last_batch
         size = len(dataset)
+        share = _RankShareSampler(0, self.shuffle, 0, 1, batch_size, last_batch, order_sampler)
         mine = {"dataset length": size, "batch_size": batch_size, "repeat": bool(repeat),
-                "shuffle": self.shuffle, "last_batch": last_batch}
+                "shuffle": self.shuffle, "last_batch": last_batch,
+                "order_sampler": share.global_sampler_state()}
         if self.comm.rank == 0 and seed is None:
             seed = draw_seed()
         gathered = self.comm.allgather((mine, seed))
@@ -142,7 +189,7 @@ class ShardedIterator(ChainerIterator):
                 f"a dataset of {size} examples gives no batch of {batch_size} on each of "
                 f"{self.comm.size} ranks with last_batch={last_batch!r}")
         sampler = _RankShareSampler(seed, self.shuffle, self.comm.rank, self.comm.size,
-                                    batch_size, last_batch)
+                                    batch_size, last_batch, order_sampler)
         executor = ExecutorSpec(
             "process" if n_processes is not None else "serial" if n_threads is None
             else "thread",
@@ -152,9 +199,6 @@ class ShardedIterator(ChainerIterator):
         super().__init__(Engine(dataset, batch_size=batch_size, repeat=repeat,
                                 order_sampler=sampler, seed=seed, last_batch=last_batch,
                                 executor=executor))
-        # The epoch resumed from another number of ranks: (epoch, first
-        # global position, local position where its share begins).
-        self._segment: tuple[int, int, int] | None = None
 
     def __next__(self) -> Any:
         batch = self._engine.next()
@@ -164,7 +208,7 @@ class ShardedIterator(ChainerIterator):
 
     def _check_in(self) -> None:
         """Compare positions across ranks at an epoch's end (fails, not hangs, on a lost rank)."""
-        state = self.state_dict()
+        state = self.state_dict()["door"]
         mine = (state["epoch"], state["global_position"])
         try:
             everyone = self.comm.allgather(mine)
@@ -188,49 +232,45 @@ class ShardedIterator(ChainerIterator):
         if plan is None:
             return 0
         stop = engine.epoch_size if position.is_new_epoch else position.current_position
-        epoch, start, offset = plan.epoch_at(0), 0, 0
-        if self._segment is not None and self._segment[0] == epoch:
-            _, start, offset = self._segment
-        first = offset + first_padding(engine.dataset_length - start, self.comm.rank,
-                                       self.comm.size)
+        epoch = plan.epoch_at(0)
+        start, head = engine.order_offset(epoch), engine.order_head(epoch)
+        first = head + first_padding(engine.dataset_length - start, self.comm.rank,
+                                     self.comm.size)
         return max(0, stop - max(first, stop - len(plan.indices)))
-
-    def reset(self) -> None:
-        """Start over from the first batch of epoch 0 (a resumed epoch is forgotten)."""
-        super().reset()
-        self._segment = None
 
     # -- global checkpoints --------------------------------------------------
 
     def global_position(self) -> int:
         """Examples of the current epoch's global order consumed by all ranks together."""
-        position = self._engine.position
-        local = position.current_position
-        if self._segment is not None and self._segment[0] == position.epoch:
-            _, start, offset = self._segment
-            return start + (local - offset) * self.comm.size
-        return local * self.comm.size
+        engine = self._engine
+        # The epoch began at global position order_offset (0, or where a
+        # resume began it), at the local position order_head.
+        consumed = engine.position.current_position - engine.order_head()
+        return engine.order_offset() + consumed * self.comm.size
 
     def state_dict(self) -> dict:
         """Return the global state: the same dict on every rank, JSON-ready.
 
-        Keys: ``format``, ``version``, ``dataset_length``, ``seed``,
-        ``shuffle``, ``repeat``, ``last_batch``, ``epoch``, ``global_position``
-        (examples of the epoch's global order consumed by all ranks),
-        ``is_new_epoch``, ``previous_epoch_detail``, and ``ranks`` and
-        ``batch_size`` (informative: any number of ranks and batch size may
-        load it).
+        The envelope of :func:`~dataset_kit.engine.states.wrap_state` with no
+        engine part (each rank's engine state is its own) and door
+        ``"sharded"``, whose fields are ``dataset_length``, ``seed``,
+        ``shuffle``, ``repeat``, ``last_batch``, ``order_sampler`` (the
+        global order sampler's ``kind`` and ``state``, or None), ``epoch``,
+        ``global_position`` (examples of the epoch's global order consumed by
+        all ranks), ``is_new_epoch``, ``previous_epoch_detail``, and ``ranks``
+        and ``batch_size`` (informative: any number of ranks and batch size
+        may load it).
         """
-        position = self._engine.position
-        return {
-            "format": STATE_FORMAT, "version": STATE_VERSION,
-            "dataset_length": self._engine.dataset_length, "seed": self._engine.seed,
-            "shuffle": self.shuffle, "repeat": self.repeat, "last_batch": self.shard_policy,
-            "epoch": position.epoch, "global_position": self.global_position(),
-            "is_new_epoch": position.is_new_epoch,
-            "previous_epoch_detail": position.previous_epoch_detail,
-            "ranks": self.comm.size, "batch_size": self.batch_size,
-        }
+        engine = self._engine
+        position = engine.position
+        sampler: _RankShareSampler = engine.order_sampler
+        return _checkpoint.wrap_state(
+            DOOR, None, dataset_length=engine.dataset_length, seed=engine.seed,
+            shuffle=self.shuffle, repeat=self.repeat, last_batch=self.shard_policy,
+            order_sampler=sampler.global_sampler_state(), epoch=position.epoch,
+            global_position=self.global_position(), is_new_epoch=position.is_new_epoch,
+            previous_epoch_detail=position.previous_epoch_detail, ranks=self.comm.size,
+            batch_size=self.batch_size)
 
     def load_state_dict(self, state: dict) -> None:
         """Continue from a global state saved on any number of ranks.
@@ -243,57 +283,42 @@ class ShardedIterator(ChainerIterator):
         Raises:
             ValueError: if ``state`` is not a sharded-iterator state, or was
                 saved with another dataset length, seed, shuffle, repeat
-                mode or last-batch policy (the message names both values).
+                mode, last-batch policy or order sampler (the message names
+                both values).
         """
-        short = _checkpoint.short
-        if not (isinstance(state, dict) and _checkpoint.same(state.get("format"), STATE_FORMAT)):
-            raise ValueError(f"state is not a ShardedIterator state: {short(state)}")
-        if not _checkpoint.same(state.get("version"), STATE_VERSION):
-            raise ValueError(f"state has format version {short(state.get('version'))}; this "
-                             f"dataset_kit reads version {STATE_VERSION}")
-        mine = self.state_dict()
-        policy = state.get("last_batch")
-        if isinstance(policy, str):
-            state = dict(state, last_batch=_RENAMED_POLICIES.get(policy, policy))
-        for key in ("dataset_length", "seed", "shuffle", "repeat", "last_batch"):
-            if not _checkpoint.same(state.get(key), mine[key]):
-                raise ValueError(f"state was saved with {key}={short(state.get(key))}, but this "
-                                 f"iterator has {key}={mine[key]!r}")
-        size = mine["dataset_length"]
-        try:
-            epoch = _checkpoint.index_field(state, "epoch", 0, 2**63)
-            start = _checkpoint.index_field(state, "global_position", 0, max(size, 1))
-        except ValueError as error:
-            raise ValueError(f"state has an invalid position: epoch={short(state.get('epoch'))}, "
-                             f"global_position={short(state.get('global_position'))} ({error})"
-                             ) from None
-        if type(state.get("is_new_epoch")) is not bool:
-            raise ValueError(f"state['is_new_epoch'] must be True or False, got "
-                             f"{short(state.get('is_new_epoch'))}")
         engine = self._engine
+        sampler: _RankShareSampler = engine.order_sampler
+        size = engine.dataset_length
+        _, door = _checkpoint.unwrap_state(state, DOOR, {
+            "dataset_length": _checkpoint.equal(size),
+            "order_sampler": _same_sampler(sampler.global_sampler_state()),
+            "seed": _checkpoint.equal(engine.seed), "shuffle": _checkpoint.equal(self.shuffle),
+            "repeat": _checkpoint.equal(self.repeat),
+            "last_batch": _checkpoint.equal(self.shard_policy),
+            "epoch": _position_field(2**63), "global_position": _position_field(max(size, 1)),
+            "is_new_epoch": _checkpoint.flag(),
+            # Checked by the engine, before it changes anything.
+            "previous_epoch_detail": _checkpoint.anything(),
+            "ranks": _checkpoint.anything(required=False),
+            "batch_size": _checkpoint.anything(required=False),
+        }, with_engine=False)
+        epoch, start = door["epoch"], door["global_position"]
         local = engine.state_dict()
-        # The engine checks the rest (previous_epoch_detail) before changing anything.
-        local.update(epoch=epoch, current_position=0, carry=0,
-                     is_new_epoch=state["is_new_epoch"],
-                     previous_epoch_detail=state.get("previous_epoch_detail"))
+        local.update(epoch=epoch, current_position=0, carry=0, order_offset=0,
+                     is_new_epoch=door["is_new_epoch"],
+                     previous_epoch_detail=door["previous_epoch_detail"])
         local["order_sampler"] = {"kind": _RankShareSampler.state_kind}
-        segment = None
+        if door["order_sampler"] is not None:
+            local["order_sampler"]["state"] = door["order_sampler"]
         if start:
-            sampler: _RankShareSampler = engine.order_sampler
-            share = rank_share(global_order(sampler.seed, epoch, size, self.shuffle), start,
-                               sampler.rank, sampler.ranks, sampler.batch_size, sampler.policy)
-            offset = engine.epoch_size - len(share)
-            if offset == engine.epoch_size:  # nothing of the epoch is left here
+            left = share_length(size - start, sampler.ranks, sampler.batch_size, sampler.policy)
+            if left == 0:  # nothing of the epoch is left for this rank
                 local.update(epoch=epoch + 1, is_new_epoch=True)
             else:
-                # The share fills the end of an epoch-sized order; its head is
-                # never visited.
-                pinned = np.concatenate([np.zeros(offset, dtype=np.int64), share])
-                local.update(current_position=offset)
-                local["order_sampler"]["order"] = pinned.tolist()
-                segment = (epoch, start, offset)
+                # The engine begins the epoch at global position ``start``: its
+                # cut of the rest of the global order ends the local epoch.
+                local.update(order_offset=start, current_position=engine.epoch_size - left)
         engine.load_state_dict(local)
-        self._segment = segment
 
     def serialize(self, serializer: Any) -> None:
         """Save or load the global state through Chainer's serializer protocol.
@@ -305,6 +330,40 @@ class ShardedIterator(ChainerIterator):
         got = serializer(key, text)
         if got is not None and _checkpoint.json_text(key, got) != text:
             self.load_state_dict(_checkpoint.parse_json(key, got))
+
+
+def _position_field(end: int) -> _checkpoint.FieldCheck:
+    """An integer in ``[0, end)`` of the saved position."""
+    check = _checkpoint.integer(0, end)
+
+    def checked(where: str, value: Any) -> int:
+        try:
+            return check(where, value)
+        except ValueError as error:
+            key = where.rsplit("[", 1)[-1].strip("]'")
+            raise ValueError(f"state has an invalid position: "
+                             f"{key}={_checkpoint.short(value)} ({error})") from None
+    return checked
+
+
+def _same_sampler(mine: dict | None) -> _checkpoint.FieldCheck:
+    """The global order sampler's part: the same kind of sampler (or none) as this iterator's."""
+    def check(where: str, value: Any) -> Any:
+        kind = value.get("kind") if isinstance(value, dict) else value
+        mine_kind = None if mine is None else mine["kind"]
+        if value is _checkpoint.MISSING:
+            kind = None  # states of version 1 had no order sampler
+            value = None
+        if not (kind == mine_kind and (value is None or isinstance(kind, str))):
+            raise ValueError(f"state was saved with order sampler {_checkpoint.short(kind)}, "
+                             f"but this iterator uses {mine_kind!r} ({where})")
+        if value is not None and (set(value) - {"kind", "state"}
+                                  or ("state" in value) != ("state" in mine)):
+            own = "'kind' and 'state'" if "state" in mine else "'kind' only"
+            raise ValueError(f"{where} must hold {own} of sampler {mine_kind!r}, got "
+                             f"{_checkpoint.short(value)}")
+        return value
+    return check
 
 
 def _check_agreement(values: list[dict], what: str) -> None:

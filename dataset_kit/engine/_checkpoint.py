@@ -1,18 +1,33 @@
-"""The engine's checkpoint format: what a state holds, how it is checked, and old versions.
+"""The state format: one envelope for every door, the engine's part, and old versions.
 
-Version 2 (this one) is a flat, JSON-ready dict::
+Every front door's ``state_dict()`` is one JSON-ready envelope (version 3)::
 
-    format, version                 "dataset_kit.iterator", 2
+    format, version   "dataset_kit.state", 3
+    engine            the engine's state (below), or None for a door whose
+                      state is not one engine's (MXNet's ResizeIter and
+                      PrefetchingIter wrap other iterators' states;
+                      ShardedIterator's is global, the same on every rank)
+    door              {"name": the door's family, ...the door's own fields}
+
+The engine's part (:meth:`Engine.state_dict`) is a flat dict::
+
     dataset_length, epoch_size      the dataset's length; examples per epoch
     batch_size, repeat, last_batch  the batching spec, by name
     epoch, current_position, is_new_epoch, previous_epoch_detail, carry
                                     the position (carry: rolled-over examples)
+    order_offset                    where in its sampler's order the current
+                                    epoch began (0 unless resumed mid-order)
     seed                            the iterator's seed (shuffle, example_rng)
     order_sampler                   {"kind", "state"?, "order"?, "previous_order"?}
 
-Version 1 (dataset_kit 0.1) had no spec beyond batch size and repeat, no
-carry, and named samplers by module path; it is read as the version-2 state
-it stands for.
+Old states are upgraded in :mod:`._upgrades` and nowhere else. Versions 1 (dataset_kit 0.1)
+and 2 had no envelope: Chainer's, Gluon's and NNabla's doors saved the bare
+engine state (``format`` "dataset_kit.iterator"; version 1 had no spec beyond
+batch size and repeat, no carry, and named samplers by module path), the io
+doors ``{"engine", "epoch_open", "exhausted"}``, ResizeIter ``{"inner",
+"cur"}``, PrefetchingIter ``{"inner": [...]}``, the torch door ``{"engine",
+"torch"}`` and ShardedIterator its own ``"dataset_kit.sharded_iterator"``
+dict. Each is read as the version-3 state it stands for.
 """
 
 from __future__ import annotations
@@ -28,22 +43,20 @@ import numpy as np
 from dataset_kit.engine._spec import BatchSpec
 from dataset_kit.engine._statemachine import Position
 
-STATE_FORMAT = "dataset_kit.iterator"
-STATE_VERSION = 2
-_V1_SHUFFLE_KIND = "dataset_kit.iterators.order_samplers.ShuffleOrderSampler"
+STATE_FORMAT = "dataset_kit.state"
+STATE_VERSION = 3
 # Epochs and positions travel through int64 arrays (batch plans, worker tasks).
 _INT64_END = 2**63
-_MISSING = object()
+# What a missing key reads as, so a message can say that it was missing.
+MISSING = object()
 _REPR = reprlib.Repr()
 _REPR.maxstring = _REPR.maxother = 80
 
 
 def make_state(spec: BatchSpec, dataset_length: int, position: Position, seed: int,
-               order_sampler: dict) -> dict:
-    """Return the version-2 state of an engine."""
+               order_sampler: dict, order_offset: int = 0) -> dict:
+    """Return the engine's part of a state."""
     return {
-        "format": STATE_FORMAT,
-        "version": STATE_VERSION,
         "dataset_length": dataset_length,
         "epoch_size": spec.epoch_size,
         "batch_size": spec.batch_size,
@@ -54,41 +67,36 @@ def make_state(spec: BatchSpec, dataset_length: int, position: Position, seed: i
         "is_new_epoch": position.is_new_epoch,
         "previous_epoch_detail": position.previous_epoch_detail,
         "carry": position.carry,
+        "order_offset": order_offset,
         "seed": seed,
         "order_sampler": order_sampler,
     }
 
 
-def read_state(state: Any, spec: BatchSpec, dataset_length: int, sampler_kind: str) -> dict:
-    """Check ``state`` against this engine and return it in version 2.
+def read_state(state: Any, spec: BatchSpec, dataset_length: int) -> dict:
+    """Check an engine's part of a state against this engine and return it as of today.
 
     Every field is checked before anything is used, so a caller can apply the
     state knowing it is whole. The order sampler's part (``order_sampler``) is
-    only checked to be a dict with a ``kind``; :mod:`._orders` checks the rest.
+    only checked to be a dict with a ``kind``, and ``order_offset`` to be an
+    integer; :mod:`._orders` checks the rest against the sampler.
 
     Raises:
-        ValueError: if it is not an iterator state, has an unknown version, or
-            was saved for another dataset length, epoch size, batch size,
-            repeat mode or last-batch policy, or a field has the wrong type or
-            an impossible value (the message names the field, what it must be
-            and what it is).
+        ValueError: if it is not an engine state (a door's whole state, or a
+            bare state of an unknown version), or was saved for another
+            dataset length, epoch size, batch size, repeat mode or last-batch
+            policy, or a field has the wrong type or an impossible value (the
+            message names the field, what it must be and what it is).
     """
-    if not (isinstance(state, dict) and same(state.get("format"), STATE_FORMAT)):
-        raise ValueError(f"state is not a dataset_kit iterator state: {short(state)}")
-    version = state.get("version", _MISSING)
-    if same(version, 1):
-        state = _upgrade_v1(state, sampler_kind)
-    elif not same(version, STATE_VERSION):
-        raise ValueError(
-            f"state has format version {short(version)}; this dataset_kit reads versions 1 and "
-            f"{STATE_VERSION}"
-        )
+    if not isinstance(state, dict) or "format" in state:
+        # An old bare state is upgraded first (see _upgrades.engine_part).
+        raise ValueError(f"state is not a dataset_kit engine state: {short(state)}")
     for key, mine in (("dataset_length", dataset_length), ("batch_size", spec.batch_size),
                       ("repeat", spec.repeat), ("epoch_size", spec.epoch_size),
                       ("last_batch", spec.last_batch)):
-        if not same(state.get(key, _MISSING), mine):
+        if not same(state.get(key, MISSING), mine):
             raise ValueError(
-                f"state was saved with {key}={short(state.get(key, _MISSING))}, but this "
+                f"state was saved with {key}={short(state.get(key, MISSING))}, but this "
                 f"iterator has {key}={mine!r}"
             )
     n = spec.epoch_size
@@ -102,10 +110,14 @@ def read_state(state: Any, spec: BatchSpec, dataset_length: int, sampler_kind: s
         raise ValueError(f"{invalid}epoch={epoch!r}, "
                          f"current_position={pos!r}, carry={carry!r} (examples carry over "
                          f"only into the start of an epoch, from the epochs before it)")
+    offset = index_field(state, "order_offset", 0, _INT64_END, prefix=invalid)
+    if offset and carry:
+        raise ValueError(f"{invalid}order_offset={offset!r} and carry={carry!r} (an epoch "
+                         f"resumed at an offset of its order starts no rolled-over batch)")
     if type(state.get("is_new_epoch")) is not bool:
         raise ValueError(f"state['is_new_epoch'] must be True or False, got "
-                         f"{short(state.get('is_new_epoch', _MISSING))}")
-    previous = state.get("previous_epoch_detail", _MISSING)
+                         f"{short(state.get('is_new_epoch', MISSING))}")
+    previous = state.get("previous_epoch_detail", MISSING)
     if previous is not None and not (_real(previous) and 0 <= previous < _INT64_END):
         raise ValueError(f"state['previous_epoch_detail'] must be None or a finite number >= 0, "
                          f"got {short(previous)}")
@@ -115,7 +127,7 @@ def read_state(state: Any, spec: BatchSpec, dataset_length: int, sampler_kind: s
         raise ValueError(f"state['previous_epoch_detail'] must be a number a float holds "
                          f"exactly, got {short(previous)}")
     index_field(state, "seed", 0, None)
-    sampler = state.get("order_sampler", _MISSING)
+    sampler = state.get("order_sampler", MISSING)
     if not (isinstance(sampler, dict) and isinstance(sampler.get("kind"), str)):
         raise ValueError(f"state['order_sampler'] must be a dict with a 'kind' string, got "
                          f"{short(sampler)}")
@@ -139,7 +151,7 @@ def index_field(mapping: dict, key: str, low: int, end: int | None, where: str =
         ValueError: naming ``where[key]``, the allowed range and the value, if
             it is missing, not an integer (bools are not) or out of range.
     """
-    value = mapping.get(key, _MISSING)
+    value = mapping.get(key, MISSING)
     if _integral(value) and value >= low and (end is None or value < end):
         return int(value)
     allowed = f">= {low}" if end is None else f"in [{low}, {end})"
@@ -181,7 +193,7 @@ def parse_json(key: str, value: Any) -> Any:
 
 def short(value: Any) -> str:
     """``repr(value)``, cut short (states can be large or deeply nested)."""
-    if value is _MISSING:
+    if value is MISSING:
         return "nothing (the key is missing)"
     return _REPR.repr(value)
 
@@ -200,20 +212,3 @@ def same(got: Any, mine: Any) -> bool:
     if isinstance(mine, int) and not isinstance(mine, bool):
         return _integral(got) and got == mine
     return type(got) is type(mine) and got == mine
-
-
-def _upgrade_v1(state: dict, sampler_kind: str) -> dict:
-    upgraded = dict(state, version=STATE_VERSION, epoch_size=state.get("dataset_length"),
-                    last_batch=None, carry=0)
-    sampler = state.get("order_sampler")
-    if isinstance(sampler, dict):
-        sampler = dict(sampler)
-        kind = sampler.get("kind")
-        if kind == _V1_SHUFFLE_KIND:
-            sampler = {"kind": "shuffle", "state": {"seed": sampler.get("seed")}}
-        elif isinstance(kind, str) and kind.endswith("." + sampler_kind):
-            # 0.1 named a user's sampler by module path; today's name is stable.
-            sampler["kind"] = sampler_kind
-        upgraded["order_sampler"] = sampler
-    return upgraded
-

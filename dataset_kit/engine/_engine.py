@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from dataset_kit._checks import non_negative_int, positive_int
-from dataset_kit.engine import _checkpoint
+from dataset_kit.engine import _checkpoint, _upgrades
 from dataset_kit.engine._executor_spec import ExecutorSpec, make_executor
 from dataset_kit.engine._executors import Executor, SerialExecutor
 from dataset_kit.engine._orders import Orders
@@ -358,6 +358,20 @@ class Engine:
         epoch = self._position.epoch if epoch is None else epoch
         return self._orders.order_of(epoch) if self._spec.epoch_size else None
 
+    def order_offset(self, epoch: int | None = None) -> int:
+        """Return where in its sampler's order the current epoch (or ``epoch``) began.
+
+        0 unless a state began it at an offset (``order_offset`` in the
+        state: resuming at global position ``k`` of an order that other ranks
+        share); the epoch then starts at :meth:`order_head`.
+        """
+        return self._orders.offset_of(self._position.epoch if epoch is None else epoch)[0]
+
+    def order_head(self, epoch: int | None = None) -> int:
+        """Return the position where the current epoch (or ``epoch``) began (see
+        :meth:`order_offset`); 0 for an epoch begun at the start of its order."""
+        return self._orders.offset_of(self._position.epoch if epoch is None else epoch)[1]
+
     def pin_current_order(self, order: Any) -> None:
         """Use ``order`` for the rest of the current epoch (a Chainer snapshot's order).
 
@@ -414,7 +428,10 @@ class Engine:
     # -- checkpoints -----------------------------------------------------------
 
     def state_dict(self) -> dict:
-        """Return the state: a small JSON-ready dict (see :mod:`._checkpoint`).
+        """Return the engine's state: a small JSON-ready dict (see :mod:`._checkpoint`).
+
+        A door puts it in its own state with
+        :func:`~dataset_kit.engine.states.wrap_state`.
 
         It counts only the batches already handed to the caller, and does not
         grow with the dataset unless a stateful order sampler forces it to
@@ -432,23 +449,28 @@ class Engine:
                 f"epochs of {self._spec.epoch_size} with order sampler {self._orders.kind!r}: "
                 f"it keeps one order per epoch; use a seeded sampler")
         sampler = self._orders.state_dict(p.epoch, with_previous=p.carry > 0)
-        return _checkpoint.make_state(self._spec, self._dataset_length, p, self._seed, sampler)
+        return _checkpoint.make_state(self._spec, self._dataset_length, p, self._seed, sampler,
+                                      self.order_offset())
 
     def load_state_dict(self, state: dict) -> None:
         """Restore a state from :meth:`state_dict` of any engine over the same data.
 
         The engine then yields exactly the batches the saved one would have
-        yielded next. States of dataset_kit 0.1 (format version 1) load too.
+        yielded next. Bare engine states of format versions 1 and 2 load too.
+        A state may begin the epoch in progress at an offset of its sampler's
+        order (``order_offset``, see :meth:`order_offset`).
 
         Raises:
-            ValueError: if the state is not an iterator state, has an unknown
+            ValueError: if the state is not an engine state, has an unknown
                 format version, or was saved for another dataset length,
-                batching spec or order sampler.
+                batching spec or order sampler, or its offset does not fit
+                the sampler.
         """
         # Check everything first, then apply: a rejected state changes nothing.
-        state = _checkpoint.read_state(state, self._spec, self._dataset_length, self._orders.kind)
+        state = _upgrades.engine_part(state, self._orders.kind)
+        state = _checkpoint.read_state(state, self._spec, self._dataset_length)
         position = _checkpoint.position_of(state)
-        orders = self._orders.loaded(state["order_sampler"], position)
+        orders = self._orders.loaded(state["order_sampler"], position, int(state["order_offset"]))
         self._discard_planned()
         self._deferred = None
         self._orders = orders

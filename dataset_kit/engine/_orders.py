@@ -12,6 +12,15 @@ must have the same length. An order can also be *pinned* for one epoch (a
 Chainer snapshot brings its own order for the epoch in progress); a pinned
 order is checkpointed as it is.
 
+An epoch of a recomputable sampler can begin at an *offset* of its order
+(resuming at global position ``k`` of an order cut among other ranks): the
+epoch's order is then the sampler's order from that offset on
+(``epoch_order_from`` of an :class:`~.protocols.OffsetOrder`, else the
+order's tail), placed at the end of an epoch-sized order so that positions
+and the end of the epoch keep their meaning; the epoch starts at its
+*head*, the first position of that tail. The checkpoint holds the offset,
+never the order.
+
 The sampler object a user passed is never changed by loading a state: the
 state goes into a copy that this object keeps.
 """
@@ -26,7 +35,12 @@ import numpy as np
 from dataset_kit.engine._checkpoint import short
 from dataset_kit.engine._statemachine import Position
 from dataset_kit.engine.errors import SamplerMismatchError
-from dataset_kit.engine.protocols import BatchStops, RandomAccessOrder, StatefulSampler
+from dataset_kit.engine.protocols import (
+    BatchStops,
+    OffsetOrder,
+    RandomAccessOrder,
+    StatefulSampler,
+)
 from dataset_kit.engine.samplers import ShuffleOrderSampler, sampler_kind
 
 NO_SAMPLER = "none"
@@ -60,6 +74,8 @@ class Orders:
         self._starts: dict[int, int] = {}
         # A batch sampler's own batch ends per epoch (see stops_of).
         self._stops: dict[int, np.ndarray] = {}
+        # epoch -> (offset, head) of an epoch begun at an offset of its order.
+        self._offsets: dict[int, tuple[int, int]] = {}
         self.stops_of = self._stops_of if isinstance(sampler, BatchStops) else None
         first = None
         if isinstance(sampler, RandomAccessOrder):
@@ -103,7 +119,13 @@ class Orders:
             self._cache[epoch] = order
         return order
 
+    def offset_of(self, epoch: int) -> tuple[int, int]:
+        """Return ``(offset, head)`` of ``epoch``: ``(0, 0)`` unless it began at an offset."""
+        return self._offsets.get(epoch, (0, 0))
+
     def _compute(self, epoch: int) -> np.ndarray:
+        if epoch in self._offsets:
+            return self._from_offset(epoch, self._offsets[epoch][0])[0]
         if self.recomputable:
             order = self.sampler.epoch_order(epoch, self.size)
         else:
@@ -123,6 +145,29 @@ class Orders:
         if not self.recomputable:
             self._note_stops(epoch)
         return order
+
+    def _from_offset(self, epoch: int, offset: int) -> tuple[np.ndarray, int]:
+        """The order of ``epoch`` begun at ``offset`` of the sampler's order, and its head.
+
+        Raises:
+            ValueError: if nothing of the epoch is left from ``offset``, or the
+                sampler's answer is not a valid order.
+        """
+        full = self.sampler.epoch_order(epoch, self.size)
+        full = _check_indices(full, self.size, self.kind)
+        if isinstance(self.sampler, OffsetOrder):
+            rest = _check_indices(self.sampler.epoch_order_from(epoch, self.size, offset),
+                                  self.size, self.kind)
+        else:
+            rest = full[offset:]
+        if not 0 < len(rest) <= self.epoch_size:
+            raise ValueError(
+                f"order sampler {self.kind} leaves {len(rest)} examples of epoch {epoch} from "
+                f"offset {offset}; an epoch begun at an offset needs 1 to {self.epoch_size}")
+        head = self.epoch_size - len(rest)
+        # The head is never visited from this position on; it keeps the start
+        # of the usual order, which is what 'pad' repeats.
+        return np.concatenate([full[:head], rest]), head
 
     def pin(self, epoch: int, order: Any, where: str = "the saved order") -> None:
         """Use ``order`` for ``epoch`` instead of asking the sampler.
@@ -148,12 +193,13 @@ class Orders:
                 f"{where} is not a permutation of range({self.size}), but order sampler "
                 f"{self.kind!r} visits every example once per epoch: {short(order.tolist())}")
         self._cache[epoch] = order
+        self._offsets.pop(epoch, None)
         if self.recomputable:
             self._pinned.add(epoch)
 
     def forget_after(self, epoch: int) -> None:
         """Drop cached orders of epochs after ``epoch``: they derive from its order."""
-        for kept in (self._cache, self._starts, self._stops):
+        for kept in (self._cache, self._starts, self._stops, self._offsets):
             for e in [e for e in kept if e > epoch]:
                 del kept[e]
         self._pinned = {e for e in self._pinned if e <= epoch}
@@ -164,6 +210,7 @@ class Orders:
         self._pinned.clear()
         self._starts.clear()
         self._stops.clear()
+        self._offsets.clear()
         if not self.recomputable:
             self.pin(0, self.sampler(np.arange(self.size), 0))
             self._note_stops(0)
@@ -181,6 +228,7 @@ class Orders:
         self._pinned = {e for e in self._pinned if e >= epoch - 1}
         self._starts = {e: p for e, p in self._starts.items() if e >= epoch - 1}
         self._stops = {e: s for e, s in self._stops.items() if e >= epoch - 1}
+        self._offsets = {e: o for e, o in self._offsets.items() if e >= epoch - 1}
 
     def state_dict(self, epoch: int, with_previous: bool = False) -> dict:
         """Return what is needed to recompute the orders from ``epoch`` on.
@@ -210,7 +258,7 @@ class Orders:
         assert order is not None  # stored or pinned: there is a sampler, so an order
         return order.tolist()
 
-    def loaded(self, state: Any, position: Position) -> Orders:
+    def loaded(self, state: Any, position: Position, offset: int = 0) -> Orders:
         """Return a copy of these orders with a :meth:`state_dict` loaded; ``self`` is unchanged.
 
         Everything is checked here, so the caller can swap the copy in knowing
@@ -221,6 +269,8 @@ class Orders:
         Args:
             state: ``state['order_sampler']`` of an iterator state.
             position: the (checked) position the state records.
+            offset: where in the sampler's order the current epoch began
+                (``state['order_offset']``).
 
         Raises:
             SamplerMismatchError: if the state was made by another kind of sampler.
@@ -236,7 +286,7 @@ class Orders:
             )
         epoch = position.epoch
         other = copy.copy(self)
-        for cached in (other._cache, other._pinned, other._starts, other._stops):
+        for cached in (other._cache, other._pinned, other._starts, other._stops, other._offsets):
             cached.clear()
         other._load_sampler_state(state)
         stored = self.sampler is not None and not self.recomputable
@@ -257,6 +307,8 @@ class Orders:
                 raise ValueError(f"{where} of a batch sampler lacks its batch ends ('stops')")
             other._stops[epoch] = _saved_stops(f"{where}['stops']", state["stops"],
                                                self.epoch_size, position.current_position)
+        if offset:
+            other._load_offset(epoch, offset, position, state)
         try:
             # The orders the next batch needs; a recomputable sampler's loaded
             # state must produce them now rather than fail mid-epoch.
@@ -267,6 +319,32 @@ class Orders:
             raise ValueError(f"order sampler {kind!r} cannot compute the orders of epoch "
                              f"{epoch} from {where}: {type(error).__name__}: {error}") from error
         return other
+
+    def _load_offset(self, epoch: int, offset: int, position: Position, state: dict) -> None:
+        """Begin ``epoch`` at ``offset`` of the sampler's order (checked against ``position``)."""
+        if not self.recomputable or self.stops_of is not None or "order" in state:
+            raise ValueError(
+                f"state['order_offset'] is {offset}, but order sampler {self.kind!r} cannot "
+                f"begin an epoch at an offset (it needs a random-access order without batches "
+                f"of its own, and no saved order)")
+        if self.sampler is None:  # the identity: the epoch's tail from the offset on
+            if offset >= self.epoch_size:
+                raise ValueError(f"state['order_offset'] must be below the epoch size "
+                                 f"{self.epoch_size}, got {offset}")
+            order, head = None, offset
+        else:
+            try:
+                order, head = self._from_offset(epoch, offset)
+            except Exception as error:  # a user's sampler may raise anything on a bad offset
+                raise ValueError(f"state['order_offset'] {offset} does not fit order sampler "
+                                 f"{self.kind!r}: {type(error).__name__}: {error}") from error
+        if position.current_position < head:
+            raise ValueError(
+                f"state['current_position'] is {position.current_position}, but epoch {epoch} "
+                f"begun at order_offset {offset} starts at position {head}")
+        if order is not None:
+            self._cache[epoch] = order
+        self._offsets[epoch] = (offset, head)
 
     def _load_sampler_state(self, state: dict) -> None:
         """Load the sampler's own state into a private copy of the sampler."""
@@ -299,6 +377,7 @@ class Orders:
         other._pinned = set(self._pinned)
         other._starts = dict(self._starts)
         other._stops = dict(self._stops)
+        other._offsets = dict(self._offsets)
         if other.stops_of is not None:
             other.stops_of = other._stops_of
         return other

@@ -32,6 +32,22 @@ class RandomAccessOrder(Protocol):
 
 
 @runtime_checkable
+class OffsetOrder(Protocol):
+    """A random-access sampler whose epoch can begin at an offset of the order it cuts.
+
+    ``epoch_order_from(epoch, size, offset)`` returns what this sampler
+    visits of epoch ``epoch`` when the epoch began at position ``offset`` of
+    the order it takes its examples from (e.g. one rank's cut of the rest of
+    a global order): at most the epoch's usual length. The engine starts such
+    an epoch that many examples before its end (``order_offset`` in its state).
+    """
+
+    def epoch_order(self, epoch: int, size: int) -> np.ndarray | None: ...
+
+    def epoch_order_from(self, epoch: int, size: int, offset: int) -> np.ndarray: ...
+
+
+@runtime_checkable
 class BatchStops(Protocol):
     """A sampler that also cuts its epoch into batches of its own.
 

@@ -26,6 +26,10 @@ from dataset_kit.io.data_iter import DataBatch, DataDesc, DataIter
 #   "rolled":  examples rolled over from the previous epoch (MXNet's roll_over reports these);
 #   "wrapped": examples taken from the next epoch to fill the batch (CSVIter's round_batch).
 PAD_RULES = ("padding", "rolled", "wrapped")
+# The door's name in its states, and its fields (missing ones: states of 0.1).
+DOOR = "mxnet"
+_FIELDS = {"epoch_open": _checkpoint.flag(default=True),
+           "exhausted": _checkpoint.flag(default=False)}
 
 
 class EngineDataIter(DataIter):
@@ -106,25 +110,20 @@ class EngineDataIter(DataIter):
         return desc._replace(shape=(self.batch_size, *desc.shape))
 
     def state_dict(self) -> dict:
-        return {"engine": self._engine.state_dict(), "epoch_open": self._epoch_open,
-                "exhausted": self._exhausted}
+        """Return the iterator's state: door ``"mxnet"`` with ``epoch_open`` and ``exhausted``."""
+        return _checkpoint.wrap_state(DOOR, self._engine.state_dict(),
+                                      epoch_open=self._epoch_open, exhausted=self._exhausted)
 
     def load_state_dict(self, state: dict) -> None:
         """Resume from :meth:`state_dict` (any iterator over the same data and settings).
 
         Raises:
-            ValueError: if the state does not fit this iterator.
+            ValueError: if the state comes from another door or does not fit
+                this iterator.
         """
-        if not isinstance(state, dict) or "engine" not in state:
-            raise ValueError(f"state is not a DataIter state: {_checkpoint.short(state)}")
-        # Check this door's fields first: the engine's load is all or nothing.
-        flags = {key: state.get(key, default)
-                 for key, default in (("epoch_open", True), ("exhausted", False))}
-        for key, value in flags.items():
-            if type(value) is not bool:
-                raise ValueError(f"state[{key!r}] must be True or False, got "
-                                 f"{_checkpoint.short(value)}")
-        self._engine.load_state_dict(state["engine"])
+        # The door's fields are checked first: the engine's load is all or nothing.
+        engine, flags = _checkpoint.unwrap_state(state, DOOR, _FIELDS)
+        self._engine.load_state_dict(engine)
         self._epoch_open, self._exhausted = flags["epoch_open"], flags["exhausted"]
 
     def close(self) -> None:

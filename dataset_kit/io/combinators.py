@@ -67,19 +67,23 @@ class ResizeIter(_OverBatches):
         return self.data_iter.provide_label
 
     def state_dict(self) -> dict:
-        return {"inner": self.data_iter.state_dict(), "cur": self.cur}
+        """Return the state: door ``"mxnet.ResizeIter"``, the inner iterator's state and ``cur``."""
+        return _checkpoint.wrap_state("mxnet.ResizeIter", None,
+                                      inner=self.data_iter.state_dict(), cur=self.cur)
 
     def load_state_dict(self, state: dict) -> None:
         """Resume from :meth:`state_dict`; a refused state changes nothing.
 
         Raises:
-            ValueError: if the state does not fit (naming the key).
+            ValueError: if the state comes from another door or does not fit
+                (naming the key).
         """
-        if not isinstance(state, dict) or "inner" not in state:
-            raise ValueError(f"state is not a ResizeIter state: {_checkpoint.short(state)}")
-        cur = _checkpoint.index_field(state, "cur", 0, self.size + 1)
-        self.data_iter.load_state_dict(state["inner"])
-        self.cur = cur
+        _, fields = _checkpoint.unwrap_state(
+            state, "mxnet.ResizeIter",
+            {"inner": _checkpoint.anything(), "cur": _checkpoint.integer(0, self.size + 1)},
+            with_engine=False)
+        self.data_iter.load_state_dict(fields["inner"])
+        self.cur = fields["cur"]
 
 
 class PrefetchingIter(_OverBatches):
@@ -144,18 +148,21 @@ class PrefetchingIter(_OverBatches):
         return True
 
     def state_dict(self) -> dict:
-        return {"inner": [it.state_dict() for it in self.iters]}
+        """Return the state: door ``"mxnet.PrefetchingIter"`` with each iterator's state."""
+        return _checkpoint.wrap_state("mxnet.PrefetchingIter", None,
+                                      inner=[it.state_dict() for it in self.iters])
 
     def load_state_dict(self, state: dict) -> None:
         """Resume every iterator from :meth:`state_dict`; a refused state changes none.
 
         Raises:
-            ValueError: if the state does not fit (naming the key).
+            ValueError: if the state comes from another door or does not fit
+                (naming the key).
         """
-        inner = state.get("inner") if isinstance(state, dict) else None
-        if not (isinstance(inner, list) and len(inner) == len(self.iters)):
-            raise ValueError(f"state['inner'] must be a list of {len(self.iters)} iterator "
-                             f"states, got {_checkpoint.short(inner)}")
+        _, fields = _checkpoint.unwrap_state(
+            state, "mxnet.PrefetchingIter", {"inner": _inner_states(len(self.iters))},
+            with_engine=False)
+        inner = fields["inner"]
         # Each iterator's load is all or nothing; if a later one refuses, put
         # back the ones already loaded.
         before = [it.state_dict() for it in self.iters]
@@ -166,12 +173,12 @@ class PrefetchingIter(_OverBatches):
                 loaded += 1
             # The iterators advance in lockstep, so states saved together agree;
             # states that do not would fail later, mid-epoch, with a vaguer error.
-            positions = [_position_of(part) for part in inner]
+            positions = [_position_of(it) for it in self.iters]
             for k, where in enumerate(positions[1:], 1):
                 if where != positions[0]:
                     raise ValueError(
-                        f"state['inner'][{k}] stands at {where}, but "
-                        f"state['inner'][0] is at {positions[0]}: the iterators of a "
+                        f"state['door']['inner'][{k}] stands at {where}, but "
+                        f"state['door']['inner'][0] is at {positions[0]}: the iterators of a "
                         f"PrefetchingIter advance together")
         except BaseException:
             for it, old in zip(self.iters[:loaded], before):
@@ -179,11 +186,21 @@ class PrefetchingIter(_OverBatches):
             raise
 
 
-def _position_of(state: Any) -> Any:
-    """Where a door state over the engine stands in its epochs, or None if it has no engine."""
-    engine = state.get("engine") if isinstance(state, dict) else None
-    if not isinstance(engine, dict):
+def _inner_states(count: int) -> _checkpoint.FieldCheck:
+    """The check of ``inner``: a list of ``count`` states (each iterator checks its own)."""
+    def check(where: str, value: Any) -> list:
+        if not (isinstance(value, list) and len(value) == count):
+            raise ValueError(f"{where} must be a list of {count} iterator states, got "
+                             f"{_checkpoint.short(value)}")
+        return value
+    return check
+
+
+def _position_of(it: DataIter) -> Any:
+    """Where a (loaded) iterator stands in its epochs, or None if it has no engine."""
+    state = it.state_dict()  # its own envelope, just loaded
+    engine = state["engine"]
+    if engine is None:
         return None
-    return {"epoch": engine.get("epoch"), "current_position": engine.get("current_position"),
-            "is_new_epoch": engine.get("is_new_epoch"), "epoch_open": state.get("epoch_open"),
-            "exhausted": state.get("exhausted")}
+    return {"epoch": engine["epoch"], "current_position": engine["current_position"],
+            "is_new_epoch": engine["is_new_epoch"], **state["door"]}

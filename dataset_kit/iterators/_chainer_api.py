@@ -21,6 +21,8 @@ from dataset_kit.iterators.iterator import Iterator
 
 # Chainer's keys, in the order Chainer's iterators serialize them.
 _CHAINER_KEYS = ("current_position", "epoch", "is_new_epoch")
+# The door's name in its states: the three iterators load each other's.
+DOOR = "chainer"
 
 
 class ChainerIterator(Iterator):
@@ -150,27 +152,31 @@ class ChainerIterator(Iterator):
     def state_dict(self) -> dict:
         """Return the iterator's state: a small JSON-serialisable dict.
 
-        It counts only the batches already handed to the caller, and does not
+        The envelope of :func:`~dataset_kit.engine.states.wrap_state` with the
+        engine's state and door ``"chainer"`` (no fields of its own). It
+        counts only the batches already handed to the caller, and does not
         grow with the dataset unless a stateful order sampler forces it to
         carry the current epoch's order.
         """
-        return self._engine.state_dict()
+        return _checkpoint.wrap_state(DOOR, self._engine.state_dict())
 
     def load_state_dict(self, state: dict) -> None:
-        """Restore a state from :meth:`state_dict` of any dataset_kit iterator.
+        """Restore a state from :meth:`state_dict` of any of Chainer's iterators.
 
         The iterator then yields exactly the batches the saved one would have
-        yielded next.
+        yielded next. States of earlier versions load too.
 
         Args:
             state: the state.
 
         Raises:
-            ValueError: if the state is not an iterator state, has an unknown
-                format version, or was saved for another dataset length, batch
-                size, repeat mode, last-batch policy or order sampler.
+            ValueError: if the state is not an iterator state, comes from
+                another door, has an unknown format version, or was saved for
+                another dataset length, batch size, repeat mode, last-batch
+                policy or order sampler.
         """
-        self._engine.load_state_dict(state)
+        engine, _ = _checkpoint.unwrap_state(state, DOOR)
+        self._engine.load_state_dict(engine)
 
     def serialize(self, serializer: Any) -> None:
         """Save or load the state through Chainer's serializer protocol.
@@ -197,8 +203,9 @@ class ChainerIterator(Iterator):
             KeyError: if a deserializer lacks a key the state needs, naming it.
             ValueError: if the state does not fit this iterator.
         """
-        state = self.state_dict()
-        text = json.dumps(state)
+        whole = self.state_dict()
+        text = json.dumps(whole)
+        state = whole["engine"]
         previous = state["previous_epoch_detail"]
         sent = {key: state[key] for key in _CHAINER_KEYS}
         sent["previous_epoch_detail"] = -1.0 if previous is None else previous
@@ -268,16 +275,17 @@ class ChainerIterator(Iterator):
             n = engine.epoch_size
             previous = epoch + (position - engine.batch_size) / n
             previous = max(previous, 0.0) if epoch + position / n > 0 else -1.0
-        state = self.state_dict()
+        whole = self.state_dict()
+        state = whole["engine"]
         state.update(epoch=epoch, current_position=position,
-                     is_new_epoch=got["is_new_epoch"], carry=0,
+                     is_new_epoch=got["is_new_epoch"], carry=0, order_offset=0,
                      previous_epoch_detail=None if float(previous) < 0 else float(previous))
         if order is not None:
             state["order_sampler"] = dict(state["order_sampler"],
                                           order=np.asarray(order).tolist())
             state["order_sampler"].pop("previous_order", None)
         try:
-            self.load_state_dict(state)
+            self.load_state_dict(whole)
         except ValueError as error:
             raise ValueError(f"the checkpoint's Chainer keys ({', '.join(_CHAINER_KEYS)}, "
                              f"order, previous_epoch_detail) do not fit this iterator: "

@@ -30,7 +30,7 @@ import numpy as np
 
 from dataset_kit._checks import non_negative_int
 from dataset_kit.convert import to_device
-from dataset_kit.engine import Engine, ExecutorSpec
+from dataset_kit.engine import Engine, ExecutorSpec, states
 from dataset_kit.loader.batchify import default_batchify_fn
 from dataset_kit.loader.samplers import (
     LAST_BATCH,
@@ -159,17 +159,18 @@ class DataLoader:
         return self._engine.batches_in_epoch()
 
     def state_dict(self) -> dict:
-        """Return the loader's position: a small JSON-ready dict."""
-        return self._engine.state_dict()
+        """Return the loader's position: a small JSON-ready dict (door ``"gluon"``)."""
+        return states.wrap_state("gluon", self._engine.state_dict())
 
     def load_state_dict(self, state: dict) -> None:
         """Resume from :meth:`state_dict`: the next batches are the ones the saved loader had next.
 
         Raises:
-            ValueError: if the state was saved for another dataset, batch size,
-                last-batch policy or sampler.
+            ValueError: if the state comes from another door, or was saved for
+                another dataset, batch size, last-batch policy or sampler.
         """
-        self._engine.load_state_dict(state)
+        engine, _ = states.unwrap_state(state, "gluon")
+        self._engine.load_state_dict(engine)
 
     def close(self) -> None:
         """Stop the workers and free their shared memory. Idempotent."""

@@ -40,7 +40,7 @@ import numpy as np
 
 from dataset_kit._checks import positive_int
 from dataset_kit.convert import concat_examples
-from dataset_kit.engine import DEFAULT_BATCH_TIMEOUT, Engine, ExecutorSpec
+from dataset_kit.engine import DEFAULT_BATCH_TIMEOUT, Engine, ExecutorSpec, states
 from dataset_kit.sources.csv_source import CsvDataSource
 from dataset_kit.sources.data_source import (
     ConcatDataSource,
@@ -206,16 +206,18 @@ class DataIterator:
     # -- beyond NNabla: checkpoints -------------------------------------------
 
     def state_dict(self) -> dict:
-        """Return the iterator's state (the engine's, JSON-ready)."""
-        return self._engine.state_dict()
+        """Return the iterator's state (the engine's, JSON-ready; door ``"nnabla"``)."""
+        return states.wrap_state("nnabla", self._engine.state_dict())
 
     def load_state_dict(self, state: dict) -> None:
         """Continue from a state of :meth:`state_dict`; no callback runs.
 
         Raises:
-            ValueError: if the state does not fit this iterator.
+            ValueError: if the state comes from another door or does not fit
+                this iterator.
         """
-        self._engine.load_state_dict(state)
+        engine, _ = states.unwrap_state(state, "nnabla")
+        self._engine.load_state_dict(engine)
 
     # -- slices --------------------------------------------------------------
 

@@ -15,7 +15,8 @@ PyTorch                                  engine
 ``multiprocessing_context``              the executor's start method
 ``worker_init_fn``, seeds                the executor's ``worker_init``
                                          (:class:`~._worker.WorkerStart`)
-``state_dict()``                         the engine's checkpoint + generator states
+``state_dict()``                         the engine's state + generator states (door
+                                         ``"torch"``, field ``torch``)
 one ``iter()``                           batches up to the one that ends an epoch
 =======================================  =============================================
 """
@@ -35,7 +36,7 @@ from torch.utils.data import default_collate as _torch_default_collate
 from torch.utils.data._utils.pin_memory import pin_memory as _pin
 
 from dataset_kit.dataset import DatasetMixin
-from dataset_kit.engine import BatchTimeoutError, Engine, ExecutorSpec, WorkerError
+from dataset_kit.engine import BatchTimeoutError, Engine, ExecutorSpec, WorkerError, states
 from dataset_kit.torch import _collate
 from dataset_kit.torch._orders import SamplerOrder
 from dataset_kit.torch._worker import WorkerStart
@@ -300,10 +301,11 @@ class DataLoader(Generic[_T_co]):
     def state_dict(self) -> dict:
         """Return the loader's position: the engine's checkpoint plus generator states.
 
-        JSON-ready; it counts only batches already yielded.
+        JSON-ready; it counts only batches already yielded. Door ``"torch"``;
+        its field ``torch`` holds the generator and sampler states.
         """
-        engine = self._engine.state_dict()
-        return {"engine": engine, "torch": self._order.state_after(self._engine.position.epoch)}
+        return states.wrap_state("torch", self._engine.state_dict(),
+                                 torch=self._order.state_after(self._engine.position.epoch))
 
     def load_state_dict(self, state: dict) -> None:
         """Resume from :meth:`state_dict`: the next ``iter()`` continues the saved epoch.
@@ -312,16 +314,14 @@ class DataLoader(Generic[_T_co]):
         ``load_state_dict`` are restored to where the saved loader had them.
 
         Raises:
-            ValueError: if the state is not a loader state, or was saved for
-                another dataset length, batching or sampler; the loader is
-                then unchanged.
+            ValueError: if the state is not a loader state (or another door's),
+                or was saved for another dataset length, batching or sampler;
+                the loader is then unchanged.
         """
-        if not isinstance(state, dict) or set(state) != {"engine", "torch"}:
-            raise ValueError(f"state must be a dict from DataLoader.state_dict() with keys "
-                             f"'engine' and 'torch', got {state!r:.80}")
-        decoded = self._order.check_state(state["torch"])
-        self._engine.load_state_dict(state["engine"])
-        self._order.load(self._engine.position.epoch, state["torch"], decoded)
+        engine, fields = states.unwrap_state(state, "torch", {"torch": states.anything()})
+        decoded = self._order.check_state(fields["torch"])
+        self._engine.load_state_dict(engine)
+        self._order.load(self._engine.position.epoch, fields["torch"], decoded)
         self._resuming = True
 
     def close(self) -> None:

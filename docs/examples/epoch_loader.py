@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from dataset_kit.engine import Engine, ExecutorSpec
+from dataset_kit.engine import Engine, ExecutorSpec, states
 
 
 class EpochLoader:
@@ -30,10 +30,13 @@ class EpochLoader:
         return self._engine.batches_in_epoch()
 
     def state_dict(self) -> dict:
-        return self._engine.state_dict()
+        # The one envelope: the engine's state, this door's name, no fields of its own.
+        return states.wrap_state("epoch-loader", self._engine.state_dict())
 
     def load_state_dict(self, state: dict) -> None:
-        self._engine.load_state_dict(state)
+        # The shared validator refuses another door's state, naming both doors.
+        engine, _ = states.unwrap_state(state, "epoch-loader")
+        self._engine.load_state_dict(engine)
 
     def close(self) -> None:
         self._engine.close()

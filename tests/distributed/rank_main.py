@@ -34,7 +34,9 @@ def _connect(engine: str):
 
 
 def _ids(batch) -> list[int]:
-    return [int(example[0]) for example in batch]
+    # A TupleDataset's example, or a StreamingDataset's (a dict whose "y" is its index).
+    return [int(example["y"] if isinstance(example, dict) else example[0])
+            for example in batch]
 
 
 def _rest_of_epoch(it, pads: list | None = None) -> list[list[int]]:
@@ -57,6 +59,12 @@ def _iterator(comm, options: dict) -> ShardedIterator:
         workers = {"n_processes": 2}
     if "policy" in options:  # else the iterator's default
         workers["last_batch"] = options["policy"]
+    if "shards" in options:  # shards written by the test: a shard-aware global order
+        from dataset_kit.shards import ShardOrderSampler, StreamingDataset
+
+        ds = StreamingDataset(options["shards"],
+                              local=Path(options["shards"]).with_name(f"cache{_rank(comm)}"))
+        workers["order_sampler"] = ShardOrderSampler(ds, 2, seed=int(options["sampler_seed"]))
     return ShardedIterator(ds, int(options["batch"]), comm, seed=int(options.get("seed", 7)),
                            **workers)
 

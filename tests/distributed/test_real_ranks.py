@@ -123,7 +123,7 @@ def test_elastic_resume_equals_the_uninterrupted_run(engine, before, after, poli
     assert launch(engine, after, "epochs", whole, n=n, batch=batch, epochs=2,
                   policy=policy) == 0
 
-    start = states[0]["global_position"]
+    start = states[0]["door"]["global_position"]
     assert start == 5 * batch * before
     order = global_order(7, 0, n, True).tolist()
     assert sorted(_interleave([r["seen"] for r in first])) == sorted(order[:start])
@@ -168,3 +168,33 @@ def test_scatter_dataset_ships_rank_zeros_arrays(engine, tmp_path):
     assert [[x for x, _ in part] for part in parts] == [order[b:e].tolist() for b, e in
                                                        [(0, 4), (3, 7), (6, 10)]]
     assert all(y == x * 0.5 for part in parts for x, y in part)
+
+
+@pytest.mark.parametrize("engine", ENGINES[:1])
+def test_elastic_resume_in_a_shard_aware_order(engine, tmp_path):
+    from dataset_kit.shards import ShardOrderSampler, StreamingDataset
+    from tests.shards.conftest import write
+
+    n, batch = 60, 3
+    write(tmp_path / "set", n=n, shard_size=700)
+    saved, resumed = tmp_path / "saved.json", tmp_path / "resumed.json"
+    shards = dict(shards=tmp_path / "set", sampler_seed=4, n=n, batch=batch)
+    assert launch(engine, 2, "save", saved, steps=3, **shards) == 0
+    states = [report["state"] for report in _gathered(saved)]
+    assert all(state == states[0] for state in states)
+    assert states[0]["door"]["order_sampler"]["state"]["seed"] == 4
+    state_file = tmp_path / "state.json"
+    state_file.write_text(json.dumps(states[0]))
+    # Another sampler seed on the resumed ranks: the state brings the saved one back.
+    assert launch(engine, 3, "resume", resumed, state=state_file,
+                  **dict(shards, sampler_seed=9)) == 0
+    sampler = ShardOrderSampler(StreamingDataset(tmp_path / "set", local=tmp_path / "c"), 2,
+                                seed=4)
+    order = sampler.epoch_order(0, n).tolist()
+    start = states[0]["door"]["global_position"]
+    assert start == 3 * batch * 2
+    assert sorted(_interleave([r["seen"] for r in _gathered(saved)])) == sorted(order[:start])
+    rest = _interleave([r["rest"] for r in _gathered(resumed)])
+    assert rest[:n - start] == order[start:] and len(rest) - (n - start) < 3
+    assert _interleave([r["next"] for r in _gathered(resumed)]) == \
+        sampler.epoch_order(1, n).tolist()

@@ -57,7 +57,7 @@ def test_states_saved_by_release_0_1_resume_with_the_same_batches(case, kind):
     finally:
         it.finalize()
     assert got == case["next_batches"]
-    assert it.state_dict()["version"] == 2
+    assert it.state_dict()["version"] == 3
 
 
 def test_npz_checkpoint_saved_by_release_0_1_resumes():
@@ -76,7 +76,7 @@ def test_a_user_sampler_with_its_own_state_resumes_exactly():
     for _ in range(4):
         next(it)
     state = json.loads(json.dumps(it.state_dict()))
-    assert state["order_sampler"] == {"kind": "test-curriculum", "state": {"shift": 3}}
+    assert state["engine"]["order_sampler"] == {"kind": "test-curriculum", "state": {"shift": 3}}
     reference = [ids(next(it)) for _ in range(6)]
     fresh = SerialIterator(dataset(7), 3, order_sampler=Curriculum(shift=0), seed=0)
     fresh.load_state_dict(state)
@@ -99,7 +99,7 @@ def test_sampler_kind_is_stable_and_a_different_kind_is_refused():
     state = SerialIterator(dataset(7), 3, order_sampler=Curriculum()).state_dict()
     with pytest.raises(ValueError, match="'test-curriculum'.*'Reversing'"):
         SerialIterator(dataset(7), 3, order_sampler=Reversing()).load_state_dict(state)
-    assert SerialIterator(dataset(7), 3, seed=1).state_dict()["order_sampler"]["kind"] == \
+    assert SerialIterator(dataset(7), 3, seed=1).state_dict()["engine"]["order_sampler"]["kind"] == \
         "shuffle"
 
 
@@ -110,6 +110,6 @@ def test_sampler_kind_is_stable_and_a_different_kind_is_refused():
 ])
 def test_states_of_another_spec_are_refused_naming_the_difference(change, message):
     state = SerialIterator(dataset(10), 2, seed=0).state_dict()
-    state.update(change)
+    state["engine"].update(change)
     with pytest.raises(ValueError, match=message):
         SerialIterator(dataset(10), 2).load_state_dict(state)

@@ -81,8 +81,8 @@ def test_a_refused_state_with_another_seed_leaves_the_seed_and_the_batches(kind)
         other = KINDS[kind](np.arange(N), BATCH, seed=99)
         state = other.state_dict()
         other.finalize()
-        state["order_sampler"]["state"]["seed"] = 99
-        state["order_sampler"]["order"] = [0] * N  # refused after the seed was read
+        state["engine"]["order_sampler"]["state"]["seed"] = 99
+        state["engine"]["order_sampler"]["order"] = [0] * N  # refused after the seed was read
         with pytest.raises(ValueError, match=r"\['order'\] is not a permutation"):
             it.load_state_dict(state)
         assert it.seed == twin.seed
@@ -95,16 +95,16 @@ def test_a_refused_state_with_another_seed_leaves_the_seed_and_the_batches(kind)
 def test_an_order_of_zeros_is_refused_for_a_shuffle_but_chainer_style_repeats_are_not():
     it = SerialIterator(np.arange(N), BATCH, seed=0)
     state = it.state_dict()
-    state["order_sampler"]["order"] = [0] * N
+    state["engine"]["order_sampler"]["order"] = [0] * N
     with pytest.raises(ValueError, match="not a permutation of range"):
         it.load_state_dict(state)
     # Chainer's iterators accept any in-range order from a user's sampler.
     repeats = SerialIterator(np.arange(N), BATCH, order_sampler=Doubling())
     state = repeats.state_dict()
-    state["order_sampler"]["order"] = [0] * (2 * N)
+    state["engine"]["order_sampler"]["order"] = [0] * (2 * N)
     repeats.load_state_dict(state)
     assert take(repeats, 2) == [[0, 0, 0], [0, 0, 0]]
-    state["order_sampler"]["order"] = [N] * (2 * N)
+    state["engine"]["order_sampler"]["order"] = [N] * (2 * N)
     with pytest.raises(ValueError, match=r"\['order'\] must be a 1-D array of integers in "
                                          r"\[0, 11\)"):
         repeats.load_state_dict(state)
@@ -123,7 +123,7 @@ def test_an_order_of_zeros_is_refused_for_a_shuffle_but_chainer_style_repeats_ar
 def test_each_bad_field_is_named_with_what_was_expected_and_what_came(field, value, message):
     it = SerialIterator(np.arange(N), BATCH, seed=0)
     state = it.state_dict()
-    state[field] = value
+    state["engine"][field] = value
     with pytest.raises(ValueError, match=message):
         it.load_state_dict(state)
 
@@ -131,10 +131,10 @@ def test_each_bad_field_is_named_with_what_was_expected_and_what_came(field, val
 def test_a_missing_sampler_state_and_a_bad_one_are_refused_naming_the_key():
     it = SerialIterator(np.arange(N), BATCH, order_sampler=Curriculum(1))
     state = it.state_dict()
-    del state["order_sampler"]["state"]
+    del state["engine"]["order_sampler"]["state"]
     with pytest.raises(ValueError, match=r"\['state'\] is missing"):
         it.load_state_dict(state)
-    state["order_sampler"]["state"] = {"shift": "two"}
+    state["engine"]["order_sampler"]["state"] = {"shift": "two"}
     with pytest.raises(ValueError, match=r"cannot compute the orders of epoch 0 from "
                                          r"state\['order_sampler'\]"):
         it.load_state_dict(state)
@@ -226,7 +226,7 @@ def test_a_previous_epoch_detail_a_float_cannot_hold_is_refused():
     next(it)
     next(it)
     state = it.state_dict()
-    state["previous_epoch_detail"] = 2 ** 53 + 1
+    state["engine"]["previous_epoch_detail"] = 2 ** 53 + 1
     twin = SerialIterator(np.arange(10), 3, seed=1)
     with pytest.raises(ValueError, match="previous_epoch_detail"):
         twin.load_state_dict(state)
@@ -238,8 +238,8 @@ def test_a_carry_of_a_whole_batch_or_more_is_refused():
     for _ in range(3):  # 0-2, 3-5, 6-8: example 9 waits to roll over
         next(it)
     state = it.state_dict()
-    assert state["carry"] == 1 and state["current_position"] == 0
-    state["carry"] = 3
+    assert state["engine"]["carry"] == 1 and state["engine"]["current_position"] == 0
+    state["engine"]["carry"] = 3
     twin = SerialIterator(np.arange(10), 3, shuffle=False, last_batch="rollover")
     with pytest.raises(ValueError, match=r"carry.*\[0, 3\)"):
         twin.load_state_dict(state)

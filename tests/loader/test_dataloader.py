@@ -88,7 +88,7 @@ def test_an_epoch_without_a_full_batch_is_empty_and_rolls_its_examples_over(work
         assert [len(loader) for _ in range(1)] == [0]
         assert epochs(loader, 4) == [[], [], [[0, 1, 2, 3, 0, 1, 2, 3, 0, 1]], []]
         state = json.loads(json.dumps(loader.state_dict()))
-        assert state["carry"] == 6
+        assert state["engine"]["carry"] == 6
         rest = epochs(loader, 2)
     with DataLoader(ArrayDataset(np.arange(4)), 10, last_batch="rollover", **workers) as again:
         again.load_state_dict(state)

@@ -223,7 +223,7 @@ def test_ranks_resume_two_to_three_with_nothing_repeated_or_skipped(tmp_path, s3
 
     before = unwrap(run_ranks(2, first))
     state = before[0][1]
-    assert state["global_position"] == 30
+    assert state["door"]["global_position"] == 30
 
     def second(comm):
         it = ShardedIterator(dataset(), 5, comm, seed=5)

@@ -100,13 +100,14 @@ def test_a_failed_load_leaves_the_loader_unchanged():
     loader, reference = _loader(), _loader()
     expected = list(reference) + list(reference)
     good = loader.state_dict()
-    bad_generators = {"engine": good["engine"], "torch": {"generators": ["not base64!"]}}
+    bad_generators = dict(good, door={"name": "torch", "torch": {"generators": ["not base64!"]}})
     other_length = DataLoader(Uniform(7, (2, 3)), batch_size=4, shuffle=True,
                               generator=torch.Generator().manual_seed(5)).state_dict()
-    short = {"engine": good["engine"], "torch": {"generators": ["AAAA"]}}
-    for state, match in [(bad_generators, "not base64"), ({"engine": 1}, "keys 'engine'"),
+    short = dict(good, door={"name": "torch", "torch": {"generators": ["AAAA"]}})
+    no_engine = dict(good, engine=1)
+    for state, match in [(bad_generators, "not base64"), (no_engine, r"state\['engine'\]"),
                          (short, "not a CPU generator state"),
-                         (other_length, "length"), ([], "dict")]:
+                         (other_length, "length"), ([], "not a dataset_kit iterator state")]:
         with pytest.raises(ValueError, match=match):
             loader.load_state_dict(state)
     assert_same_batches(list(loader) + list(loader), expected)  # generators untouched too
