@@ -45,6 +45,15 @@ def layer_of(module: str) -> str | None:
     return parts[1]
 
 
+def from_module(node: ast.ImportFrom, package: str) -> str:
+    """Return the module a ``from ... import`` names, relative ones resolved against ``package``."""
+    if not node.level:
+        return node.module or ""
+    base = package.split(".")
+    base = base[:len(base) - node.level + 1]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
 def imported_modules(tree: ast.AST, module: str, is_package: bool) -> list[tuple[int, str]]:
     """Return ``(line, module)`` for every import in ``tree``, relative ones resolved."""
     found = []
@@ -53,12 +62,7 @@ def imported_modules(tree: ast.AST, module: str, is_package: bool) -> list[tuple
         if isinstance(node, ast.Import):
             found += [(node.lineno, alias.name) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[:len(base) - node.level + 1]
-                name = ".".join(base + ([node.module] if node.module else []))
-            else:
-                name = node.module or ""
+            name = from_module(node, package)
             found.append((node.lineno, name))
             # ``from dataset_kit.engine import _shm`` imports a private module too.
             found += [(node.lineno, f"{name}.{alias.name}") for alias in node.names
@@ -174,12 +178,7 @@ def module_graph(root: Path, package_name: str = "dataset_kit") -> dict[str, set
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = package.split(".")
-                    base = base[:len(base) - node.level + 1]
-                    name = ".".join(base + ([node.module] if node.module else []))
-                else:
-                    name = node.module or ""
+                name = from_module(node, package)
                 names = [f"{name}.{alias.name}" if f"{name}.{alias.name}" in modules else name
                          for alias in node.names]
             else:
