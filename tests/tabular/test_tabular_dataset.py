@@ -180,7 +180,7 @@ def test_tabular_datasets_keep_chainers_vocabulary_and_their_columns():
                                           DATA["a"][2] + DATA["b"][2]],
                                          [DATA["a"][1], DATA["a"][2]])
     assert summed.slice[[-1], ("x",)].fetch() == ([DATA["a"][-1]],)
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=r"takes the new column name\(s\) and then the function"):
         data.transform(lambda x, y: x)  # Chainer's signature: keys first
 
 
