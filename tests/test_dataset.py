@@ -129,7 +129,12 @@ class NotAMixin:
 
 
 def test_the_dataset_protocols_describe_what_the_engine_asks_for():
-    from dataset_kit.dataset import BatchDataset, MapDataset, builds_one_by_one, fetch_examples
+    from dataset_kit.dataset import (
+        BatchDataset,
+        MapDataset,
+        builds_one_by_one,
+        fetch_examples,
+    )
 
     assert isinstance([1, 2], MapDataset) and not isinstance([1, 2], BatchDataset)
     assert isinstance(Squares(3), BatchDataset) and isinstance(NotAMixin(), BatchDataset)

@@ -13,7 +13,6 @@ from dataset_kit.dataset import fetch_examples
 from dataset_kit.datasets.gluon_dataset import Dataset, SimpleDataset, mxnet_in_use
 from dataset_kit.datasets.tuple_dataset import _check_lengths
 
-
 __all__ = ["ArrayDataset", "SimpleDataset"]
 
 

@@ -15,7 +15,11 @@ from hypothesis import strategies as st
 
 from dataset_kit import ExampleBatch
 from dataset_kit.engine._fetch import as_batch
-from dataset_kit.iterators import MultiprocessIterator, MultithreadIterator, SerialIterator
+from dataset_kit.iterators import (
+    MultiprocessIterator,
+    MultithreadIterator,
+    SerialIterator,
+)
 
 N, BATCH = 10, 4
 
