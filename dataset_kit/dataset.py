@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -76,10 +76,11 @@ def _short(index: Any) -> str:
 class DatasetMixin:
     """Base class of datasets: ``ds[i]``, ``ds[a:b:c]`` and ``ds[index_array]``.
 
-    Subclasses implement ``__len__`` and :meth:`get_example`. They may override
-    :meth:`get_examples` to fetch a whole batch at once (array-backed datasets
+    The dataset contract (``docs/architecture.rst``): a subclass implements
+    ``__len__`` and :meth:`get_example`, and may override the one batch hook,
+    :meth:`get_batch`, to fetch a whole batch at once (array-backed datasets
     answer with one fancy index per column). Iterators, slices and index
-    arrays go through :meth:`get_batch`, which calls :meth:`get_examples`.
+    arrays all go through :meth:`get_batch`.
 
     * ``ds[i]`` accepts ``-len(ds) <= i < len(ds)``; other integers raise
       :class:`IndexError`.
@@ -91,7 +92,24 @@ class DatasetMixin:
     array-backed datasets an :class:`~dataset_kit.ExampleBatch`, which behaves
     as a read-only list and lets :func:`~dataset_kit.concat_examples` skip
     restacking.
+
+    A subclass written for dataset_kit 0.1 that overrides
+    ``get_examples(indices)`` (the batch hook's name then) is still asked
+    through it: its :meth:`get_batch` calls it. New code overrides
+    :meth:`get_batch`; ``get_examples(indices, key_indices)`` is Chainer's
+    tabular column protocol (:class:`~dataset_kit.TabularDataset`).
+
+    Gluon's views (``transform``, ``filter``, ``shard``, ``take``...) are not
+    here: they belong to Gluon's :class:`dataset_kit.datasets.Dataset`, a
+    subclass of this one.
     """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # 0.1's batch hook: a class that defines get_examples(indices) and
+        # inherits the default get_batch keeps being asked through it.
+        if "get_examples" in cls.__dict__ and cls.get_batch is DatasetMixin.get_batch:
+            cls.get_batch = _get_batch_through_get_examples  # type: ignore[method-assign]
 
     def __len__(self) -> int:
         raise NotImplementedError
@@ -126,98 +144,69 @@ class DatasetMixin:
         raise NotImplementedError(
             f"{type(self).__name__} must define get_example(i) (or __getitem__)")
 
-    def get_examples(self, indices: np.ndarray) -> Sequence[Any]:
-        """Return the examples at ``indices`` (validated, non-negative int64).
+    def get_batch(self, indices: np.ndarray) -> Sequence[Any]:
+        """Return the examples at ``indices``: the batch hook, what iterators ask for.
 
         The default calls :meth:`get_example` once per index and keeps the
-        iterator's example cursor in step, so :func:`~dataset_kit.iterators.example_rng`
-        knows which example it serves.
+        iterator's example cursor in step, so :func:`~dataset_kit.example_rng`
+        knows which example it serves. Override it to fetch a batch at once.
 
         Args:
             indices: a 1-D int64 array of valid, non-negative indices.
 
         Returns:
-            A list (or list-like batch) of examples, in the order of ``indices``.
+            A list (or list-like batch, such as an
+            :class:`~dataset_kit.ExampleBatch`) of examples, in the order of
+            ``indices``.
         """
         return _example_context.map_examples(self.get_example, indices.tolist())
 
-    def get_batch(self, indices: np.ndarray) -> Sequence[Any]:
-        """Return the examples at ``indices``: what iterators ask a dataset for.
 
-        The default is :meth:`get_examples`; a dataset family whose
-        ``get_examples`` means something else (Chainer's tabular datasets
-        return columns) overrides this instead.
+def _get_batch_through_get_examples(self: Any, indices: np.ndarray) -> Sequence[Any]:
+    """:meth:`DatasetMixin.get_batch` of a subclass that overrides 0.1's ``get_examples``."""
+    return self.get_examples(indices)
 
-        Args:
-            indices: a 1-D int64 array of valid, non-negative indices.
 
-        Returns:
-            A list (or list-like batch) of examples, in the order of ``indices``.
-        """
-        return self.get_examples(indices)
+@runtime_checkable
+class MapDataset(Protocol):
+    """A map-style dataset: a length and examples by index (a list, an array, a DatasetMixin).
 
-    # -- Gluon's dataset operations (views; see dataset_kit.datasets.gluon_ops) --
+    ``ds[i]`` for ``0 <= i < len(ds)`` is one example. Iterators, loaders and
+    the engine accept any such object.
+    """
 
-    def transform(self, fn: Any, lazy: bool = True) -> DatasetMixin:
-        """Return a dataset of ``fn(*example)`` (tuples) or ``fn(example)`` (Gluon).
+    def __len__(self) -> int: ...
 
-        Args:
-            fn: the function; it may draw from :func:`~dataset_kit.example_rng`.
-            lazy: apply it on access; False applies it to every example now.
-        """
-        from dataset_kit.datasets import gluon_ops
+    def __getitem__(self, index: Any) -> Any: ...
 
-        return gluon_ops.transform(self, fn, lazy)
 
-    def transform_first(self, fn: Any, lazy: bool = True) -> DatasetMixin:
-        """Like :meth:`transform`, applied to the first field of each example only."""
-        from dataset_kit.datasets import gluon_ops
+@runtime_checkable
+class BatchDataset(MapDataset, Protocol):
+    """A map-style dataset that also answers a whole batch: ``get_batch(indices)``.
 
-        return gluon_ops.transform_first(self, fn, lazy)
+    ``indices`` is a 1-D int64 array of valid, non-negative indices; the
+    answer is a sequence of examples in that order (a list, or an
+    :class:`~dataset_kit.ExampleBatch` of columns). Every
+    :class:`DatasetMixin` is one.
+    """
 
-    def filter(self, fn: Any) -> DatasetMixin:
-        """Return a view of the examples for which ``fn(example)`` is true."""
-        from dataset_kit.datasets import gluon_ops
-
-        return gluon_ops.filter_examples(self, fn)
-
-    def shard(self, num_shards: int, index: int) -> DatasetMixin:
-        """Return contiguous shard ``index`` of ``num_shards`` (sizes differ by at most one).
-
-        Raises:
-            ValueError: if ``num_shards`` is not positive or ``index`` not below it.
-        """
-        from dataset_kit.datasets import gluon_ops
-
-        return gluon_ops.shard(self, num_shards, index)
-
-    def take(self, count: int | None) -> DatasetMixin:
-        """Return a view of the first ``count`` examples (all of them for None)."""
-        from dataset_kit.datasets import gluon_ops
-
-        return gluon_ops.take(self, count)
-
-    def sample(self, sampler: Any) -> DatasetMixin:
-        """Return a view of the examples at the indices ``sampler`` yields."""
-        from dataset_kit.datasets import gluon_ops
-
-        return gluon_ops.sample(self, sampler)
+    def get_batch(self, indices: np.ndarray) -> Sequence[Any]: ...
 
 
 def builds_one_by_one(dataset: Any) -> bool:
     """Whether :func:`fetch_examples` builds ``dataset``'s batches one example at a time."""
     if isinstance(dataset, DatasetMixin):
-        kind = type(dataset)
-        return kind.get_batch is DatasetMixin.get_batch \
-            and kind.get_examples is DatasetMixin.get_examples
-    return not (isinstance(dataset, np.ndarray) and dataset.ndim >= 1)
+        return type(dataset).get_batch is DatasetMixin.get_batch
+    if isinstance(dataset, np.ndarray):
+        return dataset.ndim == 0
+    return not isinstance(dataset, BatchDataset)
 
 
 def fetch_examples(dataset: Any, indices: np.ndarray) -> Sequence[Any]:
     """Fetch valid, non-negative ``indices`` from any dataset, a batch at once if it can.
 
-    A :class:`DatasetMixin` answers with :meth:`DatasetMixin.get_batch`; a
-    numpy array with one fancy index (as an :class:`~dataset_kit.ExampleBatch`);
+    A :class:`BatchDataset` (every :class:`DatasetMixin`) answers with its
+    ``get_batch``; a numpy array with one fancy index (as an :class:`~dataset_kit.ExampleBatch`);
     any other sequence (a list, or a Gluon/PyTorch-style dataset with only
     ``__getitem__``) one item at a time, with the example cursor kept in step
     so :func:`~dataset_kit.example_rng` serves each example its own draws.
@@ -229,8 +218,10 @@ def fetch_examples(dataset: Any, indices: np.ndarray) -> Sequence[Any]:
     Returns:
         A sequence of examples in the order of ``indices``.
     """
-    if isinstance(dataset, DatasetMixin):
+    if isinstance(dataset, DatasetMixin):  # the common case, without a protocol check
         return dataset.get_batch(indices)
     if isinstance(dataset, np.ndarray) and dataset.ndim >= 1:
         return ExampleBatch(take_rows(dataset, indices))
+    if isinstance(dataset, BatchDataset):
+        return dataset.get_batch(indices)
     return _example_context.map_examples(dataset.__getitem__, indices.tolist())

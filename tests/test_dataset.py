@@ -76,8 +76,71 @@ def test_empty_index_array_gives_empty_list():
     assert list(Squares(3)[np.array([], dtype=np.int64)]) == []
 
 
-def test_get_examples_default_calls_get_example_per_index():
-    assert Squares(5).get_examples(np.array([4, 0, 4])) == [16, 0, 16]
+def test_get_batch_default_calls_get_example_per_index():
+    assert Squares(5).get_batch(np.array([4, 0, 4])) == [16, 0, 16]
+
+
+def test_the_base_class_has_one_batch_hook_and_no_gluon_views():
+    for name in ("get_examples", "transform", "transform_first", "filter", "shard", "take",
+                 "sample"):
+        assert not hasattr(dataset_kit.DatasetMixin, name), name
+
+
+class LegacyHook(Squares):
+    """A 0.1 subclass: its batch hook was called get_examples(indices)."""
+
+    def get_examples(self, indices):
+        return [("batch", int(i)) for i in indices]
+
+
+class LegacyHookChild(LegacyHook):
+    def get_examples(self, indices):
+        return [("child", int(i)) for i in indices]
+
+
+def test_a_subclass_overriding_the_old_get_examples_hook_is_still_asked_through_it():
+    assert LegacyHook(5)[[3, 1]] == [("batch", 3), ("batch", 1)]
+    assert LegacyHook(5)[1:3] == [("batch", 1), ("batch", 2)]
+    assert LegacyHookChild(5)[[0]] == [("child", 0)]
+    it = dataset_kit.iterators.SerialIterator(LegacyHook(4), 2, shuffle=False)
+    assert next(it) == [("batch", 0), ("batch", 1)]
+    assert LegacyHook(5)[2] == 4  # single examples still come from get_example
+
+
+def test_a_subclass_defining_get_batch_wins_over_an_inherited_old_hook():
+    class Both(LegacyHook):
+        def get_batch(self, indices):
+            return ["new"] * len(indices)
+
+    assert Both(3)[[0, 1]] == ["new", "new"]
+
+
+class NotAMixin:
+    """Any object with __len__, __getitem__ and get_batch is a BatchDataset."""
+
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        return -i
+
+    def get_batch(self, indices):
+        return ("batch", indices.tolist())
+
+
+def test_the_dataset_protocols_describe_what_the_engine_asks_for():
+    from dataset_kit.dataset import (
+        BatchDataset,
+        MapDataset,
+        builds_one_by_one,
+        fetch_examples,
+    )
+
+    assert isinstance([1, 2], MapDataset) and not isinstance([1, 2], BatchDataset)
+    assert isinstance(Squares(3), BatchDataset) and isinstance(NotAMixin(), BatchDataset)
+    assert fetch_examples(NotAMixin(), np.array([1, 3])) == ("batch", [1, 3])
+    assert builds_one_by_one([1, 2]) and builds_one_by_one(Squares(2))
+    assert not builds_one_by_one(NotAMixin()) and not builds_one_by_one(LegacyHook(2))
 
 
 def test_fetch_examples_handles_lists_and_arrays():

@@ -9,6 +9,7 @@ from dataset_kit.datasets.cifar import (
 )
 from dataset_kit.datasets.concatenated_dataset import ConcatenatedDataset
 from dataset_kit.datasets.csv_dataset import CSVArrayDataset
+from dataset_kit.datasets.gluon_dataset import Dataset
 from dataset_kit.datasets.gluon_vision import CIFAR10, CIFAR100, MNIST, FashionMNIST
 from dataset_kit.datasets.image_folder import ImageFolderDataset
 from dataset_kit.datasets.image_dataset import (
@@ -79,6 +80,7 @@ __all__ = [
     "open_pickle_dataset",
     "open_pickle_dataset_writer",
     "ArrayDataset",
+    "Dataset",
     "SimpleDataset",
     "ConcatenatedDataset",
     "DictDataset",

@@ -1,4 +1,4 @@
-"""Gluon's ArrayDataset and SimpleDataset."""
+"""Gluon's ArrayDataset (SimpleDataset lives with Gluon's Dataset, and is re-exported here)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,10 @@ import numpy as np
 from dataset_kit._gather import take_rows
 from dataset_kit.batch import ExampleBatch
 from dataset_kit.dataset import fetch_examples
-from dataset_kit.datasets.gluon_dataset import Dataset, mxnet_in_use
+from dataset_kit.datasets.gluon_dataset import Dataset, SimpleDataset, mxnet_in_use
 from dataset_kit.datasets.tuple_dataset import _check_lengths
+
+__all__ = ["ArrayDataset", "SimpleDataset"]
 
 
 class ArrayDataset(Dataset):
@@ -49,30 +51,10 @@ class ArrayDataset(Dataset):
             return self._arrays[0][i]
         return tuple(a[i] for a in self._arrays)
 
-    def get_examples(self, indices: np.ndarray) -> Sequence[Any]:
+    def get_batch(self, indices: np.ndarray) -> Sequence[Any]:
         if self._all_arrays:
             columns = tuple(take_rows(a, indices) for a in self._arrays)
             return ExampleBatch._trusted(columns[0] if len(columns) == 1 else columns,
                                          len(indices))
         columns = [fetch_examples(a, indices) for a in self._arrays]
         return list(columns[0]) if len(columns) == 1 else list(zip(*columns))
-
-
-class SimpleDataset(Dataset):
-    """A dataset over any sequence (a list, say): example ``i`` is ``data[i]``.
-
-    Args:
-        data: the sequence.
-    """
-
-    def __init__(self, data: Sequence) -> None:
-        self._data = data
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def get_example(self, i: int) -> Any:
-        return self._data[i]
-
-    def get_examples(self, indices: np.ndarray) -> Sequence[Any]:
-        return fetch_examples(self._data, indices)

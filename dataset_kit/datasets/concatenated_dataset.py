@@ -33,7 +33,7 @@ class ConcatenatedDataset(DatasetMixin):
         which, local = self._locate(np.array([i]))
         return self._datasets[int(which[0])][int(local[0])]
 
-    def get_examples(self, indices: np.ndarray) -> Any:
+    def get_batch(self, indices: np.ndarray) -> Any:
         which, local = self._locate(indices)
         if len(indices) and (which == which[0]).all():
             return fetch_examples(self._datasets[int(which[0])], local)

@@ -100,7 +100,7 @@ class CSVArrayDataset(DatasetMixin):
     def get_example(self, i: int) -> np.ndarray:
         return self._rows(np.array([i]))[0]
 
-    def get_examples(self, indices: np.ndarray) -> Sequence[Any]:
+    def get_batch(self, indices: np.ndarray) -> Sequence[Any]:
         return ExampleBatch._trusted(self._rows(indices), len(indices))
 
     def _rows(self, indices: np.ndarray) -> np.ndarray:

@@ -65,11 +65,11 @@ class _VisionDataset(Dataset):
         image, label = self._image(self._images[i]), self._labels[i]
         return (image, label) if self._transform is None else self._transform(image, label)
 
-    def get_examples(self, indices: np.ndarray) -> Sequence[Any]:
+    def get_batch(self, indices: np.ndarray) -> Sequence[Any]:
         if self._transform is None and not self._ndarray:  # numpy columns, one gather each
             return ExampleBatch((take_rows(self._images, indices),
                                  take_rows(self._labels, indices)))
-        return super().get_examples(indices)
+        return super().get_batch(indices)
 
 
 # -- MNIST --------------------------------------------------------------------------

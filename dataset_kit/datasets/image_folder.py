@@ -8,13 +8,13 @@ from typing import Any
 
 import numpy as np
 
-from dataset_kit.dataset import DatasetMixin
+from dataset_kit.datasets.gluon_dataset import Dataset
 from dataset_kit.image.decode import pillow, read_image
 
 DEFAULT_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".ppm", ".pgm", ".tif", ".tiff", ".webp")
 
 
-class ImageFolderDataset(DatasetMixin):
+class ImageFolderDataset(Dataset):
     """``(image, label)`` for every image under ``root/<class>/``, classes in sorted order.
 
     Images are CHW arrays (``dtype``); ``label`` is the class's position in

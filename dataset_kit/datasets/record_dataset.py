@@ -7,11 +7,11 @@ from typing import Any
 
 import numpy as np
 
-from dataset_kit.dataset import DatasetMixin
+from dataset_kit.datasets.gluon_dataset import Dataset
 from dataset_kit.recordio.record_file import IndexedRecordReader
 
 
-class RecordFileDataset(DatasetMixin):
+class RecordFileDataset(Dataset):
     """Example ``i`` is the ``i``-th record (bytes) of a ``.rec`` file, in index order.
 
     The index is ``idx_path``, else the ``.idx`` beside the ``.rec``, else

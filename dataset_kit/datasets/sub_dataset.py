@@ -67,7 +67,7 @@ class SubDataset(DatasetMixin):
         j = self._start + i
         return self._dataset[j if self._order is None else int(self._order[j])]
 
-    def get_examples(self, indices: np.ndarray) -> Sequence:
+    def get_batch(self, indices: np.ndarray) -> Sequence:
         return fetch_examples(self._dataset, self._base_indices(indices))
 
 

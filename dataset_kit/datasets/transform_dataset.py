@@ -38,6 +38,6 @@ class TransformDataset(DatasetMixin):
     def get_example(self, i: int) -> Any:
         return self._transform(self._dataset[i])
 
-    def get_examples(self, indices: np.ndarray) -> list:
+    def get_batch(self, indices: np.ndarray) -> list:
         base = fetch_examples(self._dataset, indices)
         return _example_context.map_examples(self._transform, base)

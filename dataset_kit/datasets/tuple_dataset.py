@@ -70,7 +70,7 @@ class TupleDataset(DatasetMixin):
     def get_example(self, i: int) -> tuple:
         return tuple(d[i] for d in self._datasets)
 
-    def get_examples(self, indices: np.ndarray) -> Sequence[tuple]:
+    def get_batch(self, indices: np.ndarray) -> Sequence[tuple]:
         if self._all_arrays:
             return ExampleBatch._trusted(tuple([take_rows(d, indices) for d in self._datasets]),
                                         len(indices))
@@ -107,7 +107,7 @@ class DictDataset(DatasetMixin):
     def get_example(self, i: int) -> dict:
         return {name: d[i] for name, d in self._datasets.items()}
 
-    def get_examples(self, indices: np.ndarray) -> Sequence[dict]:
+    def get_batch(self, indices: np.ndarray) -> Sequence[dict]:
         if self._all_arrays:
             return ExampleBatch._trusted(
                 {name: take_rows(d, indices) for name, d in self._datasets.items()}, len(indices))

@@ -13,7 +13,8 @@ table of translations onto the names below, and uses no others:
 * The sampler capabilities (:mod:`~dataset_kit.engine.protocols`): any
   callable order sampler, plus :class:`RandomAccessOrder`,
   :class:`BatchStops`, :class:`StatefulSampler`; :class:`OrderSampler` and
-  :class:`ShuffleOrderSampler` are ready implementations.
+  :class:`ShuffleOrderSampler` are ready implementations. The dataset
+  protocols: :class:`MapDataset` and :class:`BatchDataset`.
 * The converter hook (:data:`Converter`, ``ExecutorSpec(converter=...)``).
 * Adapters for users' samplers: :class:`IterableOrder` (an iterable of
   indices) and :class:`BatchListOrder` (an iterable of index lists).
@@ -34,8 +35,10 @@ from dataset_kit.engine.errors import (
     WorkerError,
 )
 from dataset_kit.engine.protocols import (
+    BatchDataset,
     BatchStops,
     Converter,
+    MapDataset,
     OrderSamplerLike,
     RandomAccessOrder,
     SizedDataset,
@@ -51,6 +54,7 @@ from dataset_kit.engine.samplers import (
 
 __all__ = [
     "DEFAULT_BATCH_TIMEOUT",
+    "BatchDataset",
     "BatchListOrder",
     "BatchPlan",
     "BatchSpec",
@@ -61,6 +65,7 @@ __all__ = [
     "EngineStatistics",
     "ExecutorSpec",
     "IterableOrder",
+    "MapDataset",
     "OrderSampler",
     "OrderSamplerLike",
     "Position",

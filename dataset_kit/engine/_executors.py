@@ -68,8 +68,9 @@ class Executor(Protocol):
 
 
 def _build(dataset: Any, plan: BatchPlan, seed: int, converter: Converter | None) -> Any:
-    batch = fetch_batch(dataset, plan, seed)
-    return batch if converter is None else converter(batch)
+    if converter is None:
+        return fetch_batch(dataset, plan, seed, stack=True)
+    return converter(fetch_batch(dataset, plan, seed))
 
 
 class SerialExecutor:

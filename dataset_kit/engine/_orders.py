@@ -349,17 +349,16 @@ class Orders:
     def _load_sampler_state(self, state: dict) -> None:
         """Load the sampler's own state into a private copy of the sampler."""
         where = "state['order_sampler']['state']"
-        own = getattr(self.sampler, "state_dict", None)
+        stateful = isinstance(self.sampler, StatefulSampler)
         if "state" not in state:
-            if callable(own) and own() is not None:
+            if stateful and self.sampler.state_dict() is not None:
                 raise ValueError(f"{where} is missing, but order sampler {self.kind!r} has a "
                                  f"state of its own")
             return
-        load = getattr(self.sampler, "load_state_dict", None)
-        if not callable(load):
+        if not stateful:
             raise ValueError(
                 f"state carries a state for order sampler {self.kind!r}, but this iterator's "
-                f"sampler has no load_state_dict()")
+                f"sampler has no state_dict()/load_state_dict() (StatefulSampler)")
         # Always a fresh copy: the sampler object is shared with copies of
         # this iterator (and is the user's until the first load).
         self.sampler = copy.deepcopy(self.sampler)

@@ -83,7 +83,10 @@ def worker_main(config: WorkerConfig, conn: Any, lifeline: Any) -> None:
         try:
             if init_failure is not None:  # the caller sees its message and traceback
                 raise init_failure
-            batch = fetch_batch(dataset, BatchPlan(task.indices, task.epochs), task.seed)
+            # What a batch is (see _fetch): with shared memory, _pack stacks
+            # uniform examples straight into the block instead.
+            batch = fetch_batch(dataset, BatchPlan(task.indices, task.epochs), task.seed,
+                                stack=converter is None and not config.use_shm)
             if converter is not None:
                 batch = converter(batch)
             if config.use_shm:

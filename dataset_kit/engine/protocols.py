@@ -3,6 +3,12 @@
 An order sampler is any callable with Chainer's signature; each further
 capability is a protocol of its own, and the engine checks for it with
 ``isinstance`` (the protocols are runtime-checkable), never by probing names.
+
+A dataset is a :class:`MapDataset` (``len`` and ``ds[i]``); a
+:class:`BatchDataset` also answers ``get_batch(indices)``, the one batch hook
+(every :class:`~dataset_kit.DatasetMixin` is one). Both are defined beside
+``DatasetMixin`` in :mod:`dataset_kit.dataset`, which storage code imports
+without importing the engine, and are the same objects here.
 """
 
 from __future__ import annotations
@@ -11,6 +17,8 @@ from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
+
+from dataset_kit.dataset import BatchDataset, MapDataset
 
 
 @runtime_checkable
@@ -66,13 +74,11 @@ class StatefulSampler(Protocol):
     def load_state_dict(self, state: dict | None) -> None: ...
 
 
-@runtime_checkable
-class SizedDataset(Protocol):
-    """What the engine needs of a dataset: a length and examples by index."""
+#: The name this module gave :class:`MapDataset` first.
+SizedDataset = MapDataset
 
-    def __len__(self) -> int: ...
-
-    def __getitem__(self, index: Any) -> Any: ...
+__all__ = ["BatchDataset", "BatchStops", "Converter", "MapDataset", "OrderSamplerLike",
+           "RandomAccessOrder", "SizedDataset", "StatefulSampler"]
 
 
 #: The converter hook: ``ExecutorSpec(converter=fn)`` applies ``fn`` to each

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from dataset_kit._example_context import map_examples
+import numpy as np
+
+from dataset_kit.datasets.transform_dataset import TransformDataset
 from dataset_kit.tabular.tabular_dataset import TabularDataset
 
 
@@ -60,12 +62,22 @@ class _Transformed(TabularDataset):
 
 
 class Transform(_Transformed):
-    """``transform`` applied to each example (it may draw from ``example_rng()``)."""
+    """``transform`` applied to each example (it may draw from ``example_rng()``).
+
+    The rows are the one :class:`~dataset_kit.datasets.TransformDataset`
+    over the base's tuples; this class only maps its keys and columns.
+    """
+
+    def __init__(self, dataset: TabularDataset, keys: Any, fn: Callable[..., Any]) -> None:
+        super().__init__(dataset, keys, fn)
+        self._rows = TransformDataset(dataset.astuple(), self._row)
+
+    def _row(self, values: tuple) -> tuple:
+        return self._settle(self._call(values))
 
     def get_examples(self, indices: Any, key_indices: tuple[int, ...] | None) -> tuple:
         wanted = range(len(self._keys)) if key_indices is None else key_indices
-        rows = zip(*self._dataset.get_examples(indices, None))
-        results = map_examples(lambda values: self._settle(self._call(values)), rows)
+        results = self._rows.get_batch(_row_array(indices, len(self)))
         return tuple([values[k] for values in results] for k in wanted)
 
 
@@ -88,6 +100,16 @@ class TransformBatch(_Transformed):
                 f"transform_batch must not change the number of rows: asked for {length}, "
                 f"got columns of lengths {[len(c) for c in columns]}")
         return tuple(columns[k] for k in wanted)
+
+
+def _row_array(indices: Any, length: int) -> np.ndarray:
+    """Chainer's row selector (None, a slice or a list of ints) as non-negative int64 rows."""
+    if indices is None:
+        return np.arange(length, dtype=np.int64)
+    if isinstance(indices, slice):
+        return np.arange(*indices.indices(length), dtype=np.int64)
+    rows = np.asarray(indices, dtype=np.int64).reshape(-1)
+    return np.where(rows < 0, rows + length, rows)
 
 
 class _Unknown:

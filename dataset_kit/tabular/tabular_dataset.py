@@ -111,7 +111,7 @@ class TabularDataset(DatasetMixin):
 
         return Join(self, *datasets)
 
-    def transform(self, keys: Any, transform: Callable[..., Any]) -> TabularDataset:
+    def transform(self, keys: Any, transform: Callable[..., Any] | None = None) -> TabularDataset:
         """Return a view that applies ``transform`` to each example.
 
         ``transform`` receives an example's values as positional arguments
@@ -121,8 +121,19 @@ class TabularDataset(DatasetMixin):
         Args:
             keys: the new column name(s).
             transform: the function.
+
+        Raises:
+            TypeError: if ``transform`` is missing (Gluon's one-argument
+                ``transform(fn)`` is not a tabular dataset's) or not callable.
         """
         from dataset_kit.tabular._transform import Transform
+
+        if transform is None:
+            raise TypeError(
+                f"transform(keys, transform) takes the new column name(s) and then the "
+                f"function (Chainer's tabular transform), got only "
+                f"{'a function' if callable(keys) else repr(keys)}; this dataset's keys are "
+                f"{self.keys}")
 
         return Transform(self, keys, transform)
 

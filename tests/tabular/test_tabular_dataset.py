@@ -162,3 +162,32 @@ def test_a_transform_that_changes_its_return_type_is_an_error():
     view = tabular.from_data(("x", [0, 1])).transform("y", lambda x: next(flip))
     with pytest.raises(ValueError, match="must not change its return type"):
         view.fetch()
+
+
+def test_tabular_datasets_keep_chainers_vocabulary_and_their_columns():
+    # transform(keys, fn) is Chainer's; Gluon's one-argument transform, take
+    # and filter are not on tabular datasets (they would drop the columns).
+    data = tabular.from_data({"x": DATA["a"], "y": DATA["b"]})
+    for name in ("transform_first", "filter", "shard", "take", "sample"):
+        assert not hasattr(data, name), name
+    first_two = data.slice[:2]  # Chainer's row view keeps the keys and the mode
+    assert isinstance(first_two, TabularDataset)
+    assert first_two.keys == ("x", "y") and first_two.mode is dict and len(first_two) == 2
+    assert data[:2] == [{"x": DATA["a"][i], "y": DATA["b"][i]} for i in range(2)]
+    summed = data.transform(("s", "x"), lambda x, y: (x + y, x))
+    assert summed.keys == ("s", "x") and summed.mode is tuple
+    assert summed.slice[1:3].fetch() == ([DATA["a"][1] + DATA["b"][1],
+                                          DATA["a"][2] + DATA["b"][2]],
+                                         [DATA["a"][1], DATA["a"][2]])
+    assert summed.slice[[-1], ("x",)].fetch() == ([DATA["a"][-1]],)
+    with pytest.raises(TypeError, match=r"takes the new column name\(s\) and then the function"):
+        data.transform(lambda x, y: x)  # Chainer's signature: keys first
+
+
+@given(rows=st.lists(st.integers(-N, N - 1), max_size=8))
+def test_transform_answers_any_rows_like_the_examples_one_by_one(rows):
+    view = tabular.from_data((("x", np.arange(N)), ("y", list(range(N))))).transform(
+        ("s", "d"), lambda x, y: {"s": x + y, "d": x - y})
+    columns = view.get_examples(rows, None)
+    assert columns == ([2 * (r % N) for r in rows], [0] * len(rows))
+    assert view.get_examples(rows, (1,)) == ([0] * len(rows),)
