@@ -12,7 +12,8 @@ that offset of the global order (``order_offset``), and reports it back.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -32,6 +33,8 @@ from dataset_kit.engine import (
     OrderSampler,
     RandomAccessOrder,
     draw_seed,
+)
+from dataset_kit.engine import (
     states as _checkpoint,
 )
 from dataset_kit.engine.samplers import sampler_kind
@@ -357,11 +360,13 @@ def _same_sampler(mine: dict | None) -> _checkpoint.FieldCheck:
         if not (kind == mine_kind and (value is None or isinstance(kind, str))):
             raise ValueError(f"state was saved with order sampler {_checkpoint.short(kind)}, "
                              f"but this iterator uses {mine_kind!r} ({where})")
-        if value is not None and (set(value) - {"kind", "state"}
-                                  or ("state" in value) != ("state" in mine)):
-            own = "'kind' and 'state'" if "state" in mine else "'kind' only"
-            raise ValueError(f"{where} must hold {own} of sampler {mine_kind!r}, got "
-                             f"{_checkpoint.short(value)}")
+        if value is not None:
+            # value's kind is a str equal to mine's, so this iterator has a sampler state.
+            assert mine is not None
+            if set(value) - {"kind", "state"} or ("state" in value) != ("state" in mine):
+                own = "'kind' and 'state'" if "state" in mine else "'kind' only"
+                raise ValueError(f"{where} must hold {own} of sampler {mine_kind!r}, got "
+                                 f"{_checkpoint.short(value)}")
         return value
     return check
 

@@ -101,6 +101,8 @@ class Engine:
         self._dataset_length = len(dataset)
         self._orders = Orders(order_sampler, self._dataset_length)
         if batch_size is None:
+            # Checked above: without a batch size the sampler gives batch stops.
+            assert self._orders.stops_of is not None
             sizes = np.diff(self._orders.stops_of(0), prepend=0)
             batch_size = int(sizes.max()) if len(sizes) else 1
         self._spec = BatchSpec(batch_size, self._orders.epoch_size, bool(repeat), last_batch)

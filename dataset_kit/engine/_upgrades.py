@@ -57,7 +57,8 @@ def door_state(state: Any, door: str) -> Any:
     if keys == {"engine", "torch"}:
         return _envelope("torch", state["engine"], {"torch": state["torch"]})
     if "engine" in keys and keys <= {"engine", *_MXNET_FLAGS}:
-        return _envelope("mxnet", state["engine"], {k: state[k] for k in _MXNET_FLAGS if k in state})
+        flags = {k: state[k] for k in _MXNET_FLAGS if k in state}
+        return _envelope("mxnet", state["engine"], flags)
     if keys == {"inner"} and isinstance(state["inner"], list):
         return _envelope("mxnet.PrefetchingIter", None, {"inner": state["inner"]})
     if "inner" in keys and keys <= {"inner", "cur"}:

@@ -22,7 +22,7 @@ each rank's engine is its own.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Literal, overload
 
 from dataset_kit.engine import _upgrades
 from dataset_kit.engine._checkpoint import (
@@ -57,6 +57,19 @@ def wrap_state(door: str, engine: dict | None, **fields: Any) -> dict:
     """
     return {"format": STATE_FORMAT, "version": STATE_VERSION, "engine": engine,
             "door": {"name": door, **fields}}
+
+
+# The engine part's type follows with_engine: a dict (checked) with it, None without.
+@overload
+def unwrap_state(state: Any, door: str, fields: Mapping[str, FieldCheck] | None = None, *,
+                 accepts: Iterable[str] = (), with_engine: Literal[True] = True
+                 ) -> tuple[dict, dict]: ...
+
+
+@overload
+def unwrap_state(state: Any, door: str, fields: Mapping[str, FieldCheck] | None = None, *,
+                 accepts: Iterable[str] = (), with_engine: Literal[False]
+                 ) -> tuple[None, dict]: ...
 
 
 def unwrap_state(state: Any, door: str, fields: Mapping[str, FieldCheck] | None = None, *,

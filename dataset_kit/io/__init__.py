@@ -1,4 +1,4 @@
-"""MXNet's DataIter vocabulary (NDArrayIter, CSVIter, DataBatch with pad) over dataset_kit's engine."""
+"""MXNet's DataIter vocabulary (NDArrayIter, CSVIter, DataBatch with pad) over the engine."""
 
 from dataset_kit.io.combinators import PrefetchingIter, ResizeIter
 from dataset_kit.io.csr import CSRMatrix

@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 
 from dataset_kit.convert import concat_examples
-from dataset_kit.engine import Engine, states as _checkpoint
+from dataset_kit.engine import BatchPlan, Engine
+from dataset_kit.engine import states as _checkpoint
 from dataset_kit.io.data_iter import DataBatch, DataDesc, DataIter
 
 # How DataBatch.pad is counted:
@@ -74,10 +75,21 @@ class EngineDataIter(DataIter):
         self._epoch_open, self._exhausted = True, False
 
     def getdata(self) -> list:
-        return list(self._current[:len(self._data_descs)])
+        return list(self._columns()[:len(self._data_descs)])
 
     def getlabel(self) -> list:
-        return list(self._current[len(self._data_descs):])
+        return list(self._columns()[len(self._data_descs):])
+
+    def _columns(self) -> tuple:
+        """The current batch's stacked columns (the getters follow a successful iter_next)."""
+        assert self._current is not None, "no current batch: call next() or iter_next() first"
+        return self._current
+
+    def _plan(self) -> BatchPlan:
+        """The current batch's plan (the getters follow a successful iter_next)."""
+        plan = self._engine.last_plan
+        assert plan is not None, "no current batch: call next() or iter_next() first"
+        return plan
 
     def epoch_order(self) -> np.ndarray:
         """The order of the epoch being read (the one just ended, until :meth:`reset`)."""
@@ -86,7 +98,7 @@ class EngineDataIter(DataIter):
         return np.arange(self._engine.epoch_size) if order is None else order.copy()
 
     def getpad(self) -> int:
-        plan = self._engine.last_plan
+        plan = self._plan()
         if self._pad_rule == "padding":
             return plan.pad
         if isinstance(plan.epochs, int):
@@ -96,7 +108,7 @@ class EngineDataIter(DataIter):
         return int(np.count_nonzero(plan.epochs > plan.epochs[0]))
 
     def getindex(self) -> Any:
-        return self._engine.last_plan.indices.copy() if self._with_index else None
+        return self._plan().indices.copy() if self._with_index else None
 
     @property
     def provide_data(self) -> list:
@@ -138,11 +150,14 @@ class NativeDataIter(EngineDataIter):
     ``next()`` wraps each in a list, as MXNet's ``MXDataIter`` does.
     """
 
-    def getdata(self) -> Any:
-        return self._current[0]
+    # MXNet's MXDataIter breaks DataIter's list contract: its getters give the
+    # array itself (next() wraps each in a list). The type system cannot hold a
+    # subclass that changes a return type, so each such override says so.
+    def getdata(self) -> np.ndarray:  # type: ignore[override]
+        return self._columns()[0]
 
-    def getlabel(self) -> Any:
-        return self._current[1]
+    def getlabel(self) -> np.ndarray:  # type: ignore[override]
+        return self._columns()[1]
 
     def next(self) -> DataBatch:
         if not self.iter_next():

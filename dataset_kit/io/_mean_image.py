@@ -93,11 +93,12 @@ def mean_of(batches: Iterable[np.ndarray]) -> np.ndarray:
     Raises:
         ValueError: if there are no images.
     """
-    total, count = None, 0
+    total: np.ndarray | None = None
+    count = 0
     for batch in batches:
         sums = batch.sum(axis=0, dtype=np.float64)
         total = sums if total is None else total + sums
         count += len(batch)
-    if not count:
+    if total is None or not count:  # total is None only when count is 0
         raise ValueError("cannot compute a mean image over no images")
     return (total / count).astype(np.float32)

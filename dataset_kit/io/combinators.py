@@ -15,16 +15,21 @@ class _OverBatches(DataIter):
     current_batch: DataBatch | None = None
 
     def getdata(self) -> list:
-        return self.current_batch.data
+        return self._batch().data
 
-    def getlabel(self) -> list:
-        return self.current_batch.label
+    def getlabel(self) -> list | None:
+        return self._batch().label
 
     def getpad(self) -> int:
-        return self.current_batch.pad
+        return self._batch().pad
 
     def getindex(self) -> Any:
-        return self.current_batch.index
+        return self._batch().index
+
+    def _batch(self) -> DataBatch:
+        """The current batch (the getters follow a successful iter_next)."""
+        assert self.current_batch is not None, "no current batch: call next() or iter_next() first"
+        return self.current_batch
 
 
 class ResizeIter(_OverBatches):

@@ -93,8 +93,8 @@ class DataIter:
         """The current batch's data arrays."""
         raise NotImplementedError
 
-    def getlabel(self) -> list:
-        """The current batch's label arrays."""
+    def getlabel(self) -> list | None:
+        """The current batch's label arrays (None for an iterator without labels)."""
         raise NotImplementedError
 
     def getpad(self) -> int:

@@ -61,8 +61,8 @@ def read_libsvm(path: str | os.PathLike, columns: int) -> tuple[np.ndarray, tupl
                 for field in fields[1:]:
                     if field.startswith("qid:"):
                         continue
-                    index, value = field.split(":", 1)
-                    index = int(index)
+                    key, value = field.split(":", 1)
+                    index = int(key)
                     if not 0 <= index < columns:
                         raise ValueError(f"index {index} is outside [0, {columns}) (data_shape)")
                     indices.append(index)

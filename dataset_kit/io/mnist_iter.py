@@ -121,12 +121,13 @@ class MNISTIter(NativeDataIter):
             _logger.info("MNISTIter: load %d images, shuffle=%d, shape=%s", len(images),
                          bool(shuffle), (batch_size, *shape))
 
-    def getdata(self) -> np.ndarray:
+    # The array itself, not a list, as MXNet's C++ iterators (see NativeDataIter).
+    def getdata(self) -> np.ndarray:  # type: ignore[override]
         pixels = super().getdata()
         shape = (len(pixels), -1) if self._flat else (len(pixels), 1, *pixels.shape[1:])
         # MXNet scales by 1/256 in float32, then casts to dtype.
         return (pixels.reshape(shape).astype(np.float32) * np.float32(1 / 256)).astype(
             self._dtype, copy=False)
 
-    def getlabel(self) -> np.ndarray:
+    def getlabel(self) -> np.ndarray:  # type: ignore[override]
         return super().getlabel().astype(np.float32)

@@ -108,5 +108,8 @@ class NDArrayIter(EngineDataIter):
 
     @property
     def idx(self) -> np.ndarray:
-        """The order of the epoch being read (MXNet's ``idx``): batch k holds ``idx[k*b:(k+1)*b]``."""
+        """The order of the epoch being read (MXNet's ``idx``).
+
+        Batch k holds ``idx[k*b:(k+1)*b]``.
+        """
         return self.epoch_order()

@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from dataset_kit.engine import Engine, states as _checkpoint
+from dataset_kit.engine import Engine
+from dataset_kit.engine import states as _checkpoint
 from dataset_kit.engine.errors import SamplerMismatchError
 from dataset_kit.iterators.iterator import Iterator
 
@@ -260,7 +261,9 @@ class ChainerIterator(Iterator):
         got = {key: _chainer_value(key, sent[key] if value is None and
                                    key != "previous_epoch_detail" else value)
                for key, value in got.items()}
-        same_order = got_order is None or np.array_equal(np.asarray(got_order), order)
+        # A serializer gives an order back only when it was sent one.
+        same_order = got_order is None or (order is not None
+                                           and np.array_equal(np.asarray(got_order), order))
         if got == sent and same_order:
             return  # a serializer that writes, or the state this iterator has
         self._load_chainer_keys(got, None if same_order else got_order)

@@ -41,6 +41,7 @@ import numpy as np
 from dataset_kit._checks import positive_int
 from dataset_kit.convert import concat_examples
 from dataset_kit.engine import DEFAULT_BATCH_TIMEOUT, Engine, ExecutorSpec, states
+from dataset_kit.sources.cache_reader import CacheDataSource
 from dataset_kit.sources.csv_source import CsvDataSource
 from dataset_kit.sources.data_source import (
     ConcatDataSource,
@@ -49,7 +50,6 @@ from dataset_kit.sources.data_source import (
     SimpleDataSource,
     SlicedDataSource,
 )
-from dataset_kit.sources.cache_reader import CacheDataSource
 from dataset_kit.sources.file_cache import DataSourceWithFileCache
 
 Callback = Callable[[int], Any]
@@ -258,6 +258,8 @@ class DataIterator:
             if not (isinstance(slice_pos, int) and 0 <= slice_pos < num_of_slices):
                 raise ValueError(f"slice_pos must be in [0, {num_of_slices}), got {slice_pos!r}")
             slice_start, slice_end = slice_bounds(self.size, num_of_slices, slice_pos, drop_last)
+        # Given as a pair (checked above) or computed from the slice's position.
+        assert slice_start is not None and slice_end is not None
         source: DataSource = SlicedDataSource(self._data_source, self._data_source.shuffle,
                                               slice_start=slice_start, slice_end=slice_end)
         if use_cache:

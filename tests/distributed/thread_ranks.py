@@ -8,7 +8,8 @@ The real engines are exercised in test_mpi.py and test_torch.py.
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 class ThreadGroup:
