@@ -12,13 +12,16 @@ table of translations onto the names below, and uses no others:
   (serial, threads, processes), checked once; :data:`DEFAULT_BATCH_TIMEOUT`.
 * The sampler capabilities (:mod:`~dataset_kit.engine.protocols`): any
   callable order sampler, plus :class:`RandomAccessOrder`,
-  :class:`BatchStops`, :class:`StatefulSampler`; :class:`OrderSampler` and
+  :class:`BatchStops`, :class:`StatefulSampler`, :class:`OffsetOrder`
+  (an epoch that begins at an offset of a cut order); :class:`OrderSampler` and
   :class:`ShuffleOrderSampler` are ready implementations. The dataset
   protocols: :class:`MapDataset` and :class:`BatchDataset`.
 * The converter hook (:data:`Converter`, ``ExecutorSpec(converter=...)``).
 * Adapters for users' samplers: :class:`IterableOrder` (an iterable of
   indices) and :class:`BatchListOrder` (an iterable of index lists).
 * :mod:`~dataset_kit.engine.errors`: what a worker's failure raises.
+* :mod:`~dataset_kit.engine.states`: the one state envelope every door's
+  ``state_dict()`` is (``wrap_state``) and its one validator (``unwrap_state``).
 
 Everything in a module whose name starts with ``_`` is private to the engine.
 """
@@ -39,6 +42,7 @@ from dataset_kit.engine.protocols import (
     BatchStops,
     Converter,
     MapDataset,
+    OffsetOrder,
     OrderSamplerLike,
     RandomAccessOrder,
     SizedDataset,
@@ -66,6 +70,7 @@ __all__ = [
     "ExecutorSpec",
     "IterableOrder",
     "MapDataset",
+    "OffsetOrder",
     "OrderSampler",
     "OrderSamplerLike",
     "Position",
