@@ -21,7 +21,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from dataset_kit.dataset import builds_one_by_one
-from dataset_kit.engine import _shm
+from dataset_kit.engine import _wire
 from concurrent.futures import TimeoutError as FutureTimeout
 
 from dataset_kit.engine._fetch import fetch_batch
@@ -331,5 +331,5 @@ def _join(parts: list) -> Any:
     otherwise.
     """
     examples = [example for part in parts for example in part]
-    uniform = _shm.uniform_columns(examples)
-    return examples if uniform is None else _shm.stacked_batch(*uniform)
+    uniform = _wire.uniform_columns(examples)
+    return examples if uniform is None else _wire.stacked_batch(*uniform)

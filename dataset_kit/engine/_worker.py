@@ -18,7 +18,7 @@ import traceback
 from typing import Any, NoReturn
 
 from dataset_kit import _gather
-from dataset_kit.engine import _lifeline, _shm
+from dataset_kit.engine import _lifeline, _shm, _wire
 from dataset_kit.engine._fetch import fetch_batch
 from dataset_kit.engine._messages import (
     Done,
@@ -143,37 +143,37 @@ def _pack(task: Task, batch: Any, blocks: dict, config: WorkerConfig, created: i
     # A list of uniform examples travels as stacked columns, stacked straight
     # into the block: the main process then needs no restacking (and
     # concat_examples returns the columns as they are).
-    uniform = _shm.uniform_columns(batch) if stack else None
+    uniform = _wire.uniform_columns(batch) if stack else None
     if uniform is not None:
         structure, columns = uniform
         sizes = [len(column) * column[0].nbytes for column in columns]
-        if sum(sizes) < _shm.MIN_SHARED_BYTES:  # cheaper pickled
-            return Done(task.task_id, _shm.stacked_batch(structure, columns), None, 0, 0), \
+        if sum(sizes) < _wire.MIN_SHARED_BYTES:  # cheaper pickled
+            return Done(task.task_id, _wire.stacked_batch(structure, columns), None, 0, 0), \
                 created
-        offsets, total = _shm.layout_sizes(sizes, start)
+        offsets, total = _wire.layout_sizes(sizes, start)
         fresh = arena is not None and total > task.lent[1]
         if fresh:  # a new block; the lent one holds what the columns are read from
-            offsets, total = _shm.layout_sizes(sizes)
+            offsets, total = _wire.layout_sizes(sizes)
         name, size, block, created = _block_for(task, total, blocks, config, created, fresh)
-        skeleton = _shm.stack_columns(structure, columns, offsets, block.mmap)
+        skeleton = _wire.stack_columns(structure, columns, offsets, block.mmap)
         return Done(task.task_id, skeleton, name, size, total), created
     arrays: list = []
-    skeleton = _shm.split_arrays(batch, arrays)
+    skeleton = _wire.split_arrays(batch, arrays)
     if not arrays:
         return Done(task.task_id, skeleton, None, 0, 0), created
     # Arrays gathered into the lent block stay; the others go after them.
     at = [None if arena is None else arena.offset_of(a) for a in arrays]
-    others, total = _shm.layout([a for a, o in zip(arrays, at) if o is None])
+    others, total = _wire.layout([a for a, o in zip(arrays, at) if o is None])
     others = iter(o + start for o in others)
     offsets = [next(others) if o is None else o for o in at]
     total += start
     in_place = [o is not None for o in at]
     fresh = arena is not None and total > task.lent[1]
     if fresh:  # a new block; the lent one holds arrays to copy from
-        offsets, total = _shm.layout(arrays)
+        offsets, total = _wire.layout(arrays)
         in_place = None
     name, size, block, created = _block_for(task, total, blocks, config, created, fresh)
-    skeleton = _shm.place_arrays(skeleton, arrays, offsets, block.mmap, in_place)
+    skeleton = _wire.place_arrays(skeleton, arrays, offsets, block.mmap, in_place)
     return Done(task.task_id, skeleton, name, size, total), created
 
 
