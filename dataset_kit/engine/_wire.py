@@ -146,9 +146,19 @@ def stack_columns(structure: Any, columns: list[list], offsets: list[int],
     refs = []
     for column, offset in zip(columns, offsets):
         head = column[0]
-        shape = (len(column),) + head.shape
+        stored, axes = _contiguous_form(head)
+        if axes is not None and all(v.strides == head.strides for v in column):
+            # Permuted contiguous arrays (CHW views of decoded HWC images):
+            # stacked as they lie in memory, one memcpy each instead of a
+            # strided copy, and delivered as the same permuted view.
+            order = tuple(int(k) for k in np.argsort(axes))
+            column = [v.transpose(order) for v in column]
+            axes = (0,) + tuple(k + 1 for k in axes)
+        else:
+            stored, axes = head, None
+        shape = (len(column),) + stored.shape
         np.stack(column, out=np.ndarray(shape, head.dtype, buffer=buffer, offset=offset))
-        refs.append(ArrayRef(offset, shape, head.dtype.str))
+        refs.append(ArrayRef(offset, shape, head.dtype.str, axes))
     if structure is None:
         return _SharedBatch(refs[0])
     if isinstance(structure, int):
