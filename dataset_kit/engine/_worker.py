@@ -15,6 +15,7 @@ import pickle
 import signal
 import threading
 import traceback
+from collections import deque
 from typing import Any, NoReturn
 
 from dataset_kit import _gather
@@ -68,9 +69,12 @@ def worker_main(config: WorkerConfig, conn: Any, lifeline: Any) -> None:
     blocks: dict[str, _shm.Block] = {}
     created = 0
     done = 0
+    inbox: deque = deque()  # messages read ahead of the task in hand
     while True:
         try:
-            message = conn.recv()
+            message = inbox.popleft() if inbox else conn.recv()
+            if isinstance(message, Task) and _stop_queued(conn, inbox):
+                return
         except (EOFError, OSError):
             _orphaned(config.prefix)  # the main process closed our pipe: it is gone
         if isinstance(message, Stop):
@@ -109,6 +113,23 @@ def worker_main(config: WorkerConfig, conn: Any, lifeline: Any) -> None:
                 return
         except OSError:  # a broken pipe: the main process is gone
             _orphaned(config.prefix)
+
+
+def _stop_queued(conn: Any, inbox: deque) -> bool:
+    """Read what has arrived behind the next task; return whether a Stop is among it.
+
+    The main process stops its workers when it wants no more batches (the
+    iterator is finalized), and its Stop queues behind the tasks it sent
+    before; building those would only delay the shutdown (by up to the
+    grace period, after which the worker is killed). PyTorch's workers skip
+    their queued work the same way once told to finish.
+    """
+    while conn.poll():
+        message = conn.recv()
+        if isinstance(message, Stop):
+            return True
+        inbox.append(message)
+    return False
 
 
 def _name_process(name: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import time
 
 import numpy as np
 import pytest
@@ -44,3 +45,30 @@ def test_a_worker_keeps_a_freed_temporary_for_the_next_example_instead_of_fresh_
                               n_processes=2) as it:
         free = [int(v) for batch in it for v in batch]
     assert min(free) >= 8 << 20
+
+
+class _Slow(DatasetMixin):
+    """Examples that take a while, each leaving a file behind once built."""
+
+    def __init__(self, folder):
+        self.folder = folder
+
+    def __len__(self):
+        return 20
+
+    def get_example(self, i):
+        time.sleep(0.3)
+        (self.folder / str(i)).touch()
+        return np.int64(i)
+
+
+def test_finalize_does_not_wait_for_the_batches_queued_behind_the_one_being_built(tmp_path):
+    # One worker, four batches in flight: finalizing after the first batch lets the
+    # worker finish the batch in hand, never the ones queued behind it.
+    it = MultiprocessIterator(_Slow(tmp_path), 1, shuffle=False, n_processes=1, n_prefetch=3)
+    try:
+        assert int(next(it)[0]) == 0
+    finally:
+        it.finalize()
+    built = sorted(int(p.name) for p in tmp_path.iterdir())
+    assert built in ([0], [0, 1]), built
