@@ -77,14 +77,17 @@ def take_rows(array: np.ndarray, indices: np.ndarray) -> np.ndarray:
 
 
 def stack(arrays: list) -> np.ndarray:
-    """Return ``np.stack(arrays)`` of same-shaped, same-dtype arrays, in the arena if any.
+    """Return ``np.stack(arrays)``, in the arena if any and the arrays share a dtype.
 
-    A collate step in a worker stacks a batch's examples with this, so the
-    stacked array lies where the batch will travel (no second copy).
+    A collate step in a worker (``concat_examples`` as a converter, a
+    ``collate_fn``) stacks a batch's examples with this, so the stacked array
+    lies where the batch will travel (no second copy, no fresh pages).
+    Arrays of several dtypes are left to ``np.stack``, which promotes them.
     """
     arena = getattr(_local, "arena", None) if _arenas_used else None
     head = arrays[0]
-    if arena is not None and not head.dtype.hasobject:
+    if arena is not None and isinstance(head, np.ndarray) and not head.dtype.hasobject \
+            and all(isinstance(a, np.ndarray) and a.dtype == head.dtype for a in arrays):
         out = arena.allocate((len(arrays),) + head.shape, head.dtype)
         if out is not None:
             return np.stack(arrays, out=out)

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from dataset_kit import _gather
 from dataset_kit.batch import ExampleBatch
 
 
@@ -208,7 +209,8 @@ def _concat_arrays(values: list, padding: Any, where: str) -> np.ndarray:
     if padding is not None:
         return _concat_with_padding(values, padding, where)
     try:
-        return np.stack(values)
+        # In a worker, straight into the shared-memory block the batch travels in.
+        return _gather.stack(values)
     except ValueError:
         first = np.shape(values[0])
         for k, v in enumerate(values):

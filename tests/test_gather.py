@@ -103,3 +103,17 @@ def _arrays(batch) -> list:
     if isinstance(batch, dict):
         return list(batch.values())
     return list(batch) if isinstance(batch, tuple) else [batch]
+
+
+def test_concat_examples_in_a_worker_stacks_into_the_arena(arena):
+    # concat_examples as a worker's converter: the stacked arrays lie in the block
+    # the batch travels in, so the worker copies them no second time.
+    batch = [(np.full((2, 3), k, np.float32), np.int64(k)) for k in range(4)]
+    images, labels = concat_examples(batch)
+    assert arena.offset_of(images) is not None and arena.offset_of(labels) is not None
+    np.testing.assert_array_equal(images, np.stack([x for x, _ in batch]))
+
+
+def test_concat_examples_of_mixed_dtypes_promotes_as_numpy_does_even_in_a_worker(arena):
+    got = concat_examples([np.zeros(3, np.int16), np.ones(3, np.float32)])
+    assert got.dtype == np.float32 and arena.offset_of(got) is None

@@ -16,14 +16,10 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Protocol
 
-import numpy as np
-
-from dataset_kit.dataset import builds_one_by_one
-from dataset_kit.engine import _shm
-from concurrent.futures import TimeoutError as FutureTimeout
-
+from dataset_kit.engine import _first_batch
 from dataset_kit.engine._fetch import fetch_batch
 from dataset_kit.engine._process_pool import (
     BatchTimeoutError,
@@ -242,15 +238,12 @@ class ProcessExecutor(_Closable):
         try:
             pool = self._workers()
             n = pool.n_workers
-            # The first batch of a fresh pool is split across the workers:
-            # until it arrives nothing else can be delivered, and every worker
-            # is idle. Only where examples are built one by one (a batch
-            # gather is cheap) and without a converter (its output cannot be
-            # joined).
-            if fresh and n > 1 and self._options["converter"] is None \
-                    and len(plan.indices) >= 2 * n \
-                    and builds_one_by_one(self._options["dataset"]):
-                parts = [self._submit_one(pool, part, seed) for part in _split(plan, n)]
+            # The first batch of a fresh pool is split across the workers
+            # (see _first_batch).
+            if fresh and _first_batch.worth_splitting(plan, n, self._options["dataset"],
+                                                      self._options["converter"]):
+                parts = [self._submit_one(pool, part, seed)
+                         for part in _first_batch.split(plan, n)]
                 return ("split", parts)
             return self._submit_one(pool, plan, seed)
         except BaseException as error:
@@ -265,7 +258,7 @@ class ProcessExecutor(_Closable):
     def collect(self, handle: tuple) -> Any:
         if handle[0] != "split":
             return self._collect_one(handle)
-        return _join([self._collect_one(part) for part in handle[1]])
+        return _first_batch.join([self._collect_one(part) for part in handle[1]])
 
     def _collect_one(self, handle: tuple) -> Any:
         task_id, worker = handle
@@ -312,25 +305,3 @@ class ProcessExecutor(_Closable):
         self.closed = True
         if self._finalizer is not None:
             self._finalizer()
-
-
-def _split(plan: BatchPlan, parts: int) -> list[BatchPlan]:
-    """Cut a plan into ``parts`` consecutive plans (the example rng keys go with them)."""
-    bounds = np.linspace(0, len(plan.indices), parts + 1).astype(int)
-    epochs = plan.epochs
-    return [plan._replace(indices=plan.indices[a:b],
-                          epochs=epochs if isinstance(epochs, int) else epochs[a:b])
-            for a, b in zip(bounds[:-1], bounds[1:])]
-
-
-def _join(parts: list) -> Any:
-    """Join the batches of a split plan into what one worker would have delivered.
-
-    The examples are put back in order and laid out the way a worker lays out
-    a whole batch: stacked columns when they are uniform across every part
-    (each part may have been uniform on its own, with other shapes), a list
-    otherwise.
-    """
-    examples = [example for part in parts for example in part]
-    uniform = _shm.uniform_columns(examples)
-    return examples if uniform is None else _shm.stacked_batch(*uniform)

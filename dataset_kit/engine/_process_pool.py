@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from dataset_kit.engine import _shm
+from dataset_kit.engine import _shm, _wire
 from dataset_kit.engine.errors import BatchTimeoutError, TimeoutWarning, WorkerDiedError, WorkerError
 from dataset_kit.engine._lifeline import Lifeline, keep_from_children, release
 from dataset_kit.engine._messages import (
@@ -220,7 +220,7 @@ class ProcessPool:
                 self.blocks.give_back(lent)
             # Without shared memory the worker sent the batch itself; with it,
             # a batch too small to place still carries batch markers to rebuild.
-            return _shm.restore(message.skeleton, None) if self.use_shm else message.skeleton
+            return _wire.restore(message.skeleton, None) if self.use_shm else message.skeleton
         if lent is not None and lent.name == name:
             block = lent
         else:
@@ -228,7 +228,7 @@ class ProcessPool:
             if lent is not None:
                 self.blocks.retire(lent)
                 self._tell_all(Forget([lent.name]))
-        return self.blocks.unpack(message.skeleton, block, message.nbytes)
+        return _wire.unpack(message.skeleton, self.blocks.lease(block, message.nbytes))
 
     def _tell_all(self, message: Forget) -> None:
         for worker in self.workers:

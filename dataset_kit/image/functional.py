@@ -246,13 +246,31 @@ def center_crop(src: Any, size: Sequence[int], interp: int = 2) -> tuple[Any, tu
 def color_normalize(src: Any, mean: Any, std: Any = None) -> Any:
     """``(src - mean) / std`` per channel (either may be None); a new array, never in place."""
     image = as_numpy(src)
-    out = image - as_numpy(mean) if mean is not None else image
+    out = _per_channel(np.subtract, image, as_numpy(mean)) if mean is not None else image
     if std is not None:
         if out is image or not np.issubdtype(out.dtype, np.floating):
-            out = out / as_numpy(std)
-        else:
-            out /= as_numpy(std)  # the subtraction's fresh array: no second allocation
+            out = _per_channel(np.true_divide, out, as_numpy(std))
+        else:  # the subtraction's fresh array: no second allocation
+            out = _per_channel(np.true_divide, out, as_numpy(std), out)
     return like(src, out)
+
+
+def _per_channel(op: Any, image: np.ndarray, values: Any, out: np.ndarray | None = None) -> Any:
+    """``op(image, values)`` for one value per channel of an HWC image, element for element.
+
+    Broadcasting ``(H, W, C)`` against ``(C,)`` runs numpy's inner loop over
+    the C channels only (3 elements per call); against the values repeated
+    along a row it runs over whole rows, several times faster.
+    """
+    values = np.asarray(values)
+    if image.ndim == 3 and image.shape[2] > 1 and image.flags.c_contiguous \
+            and values.shape == (image.shape[2],):
+        height, width, channels = image.shape
+        rows = (height, width * channels)
+        result = op(image.reshape(rows), np.tile(values, width),
+                    out=None if out is None else out.reshape(rows))
+        return result.reshape(image.shape)
+    return op(image, values) if out is None else op(image, values, out=out)
 
 
 def random_size_crop(src: Any, size: Sequence[int], area: Any, ratio: Sequence[float],

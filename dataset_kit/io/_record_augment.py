@@ -32,11 +32,18 @@ from typing import Any
 import numpy as np
 
 from dataset_kit._example_context import example_rng
-from dataset_kit.image import affine, color
+from dataset_kit.image import _resize, affine, color
 
 # MXNet's C++ augmenter converts BGR pixels with RGB2GRAY, so its grey level weighs
 # R, G, B by BT.601's B, G, R weights. Its code, not its docs, is what users get.
 MXNET_GRAY_WEIGHTS = tuple(reversed(color.GRAY_WEIGHTS))
+
+
+def _resize_to(image: np.ndarray, width: int, height: int, interpolation: int) -> np.ndarray:
+    """Resize as MXNet does: OpenCV where installed (its pixels, several times faster), else Pillow."""
+    if image.shape[1] == width and image.shape[0] == height:
+        return image
+    return _resize.resize(image, width, height, interpolation)
 
 
 @dataclass(frozen=True)
@@ -125,7 +132,7 @@ class RecordAugment:
         size = (image.shape[1], image.shape[0])
         if p.resize != -1:
             new = affine.resize_shorter_mxnet(image, p.resize)
-            image = affine.resize(image, *new, self._inter(size, new, rng))
+            image = _resize_to(image, *new, self._inter(size, new, rng))
         if p.warps:
             image = self._warp(image, rng)
         if p.pad > 0:
@@ -139,14 +146,14 @@ class RecordAugment:
             y, x = image.shape[0] - side, image.shape[1] - side
             y, x = (int(rng.integers(0, y + 1)), int(rng.integers(0, x + 1))) if p.rand_crop \
                 else (y // 2, x // 2)
-            return affine.resize(image[y:y + side, x:x + side], width, height,
+            return _resize_to(image[y:y + side, x:x + side], width, height,
                                  self._inter((side, side), (width, height), rng))
         inter = self._inter((image.shape[1], image.shape[0]), (width, height), rng)
         if image.shape[0] < height:
-            image = affine.resize(image, int(height / image.shape[0] * image.shape[1]), height,
+            image = _resize_to(image, int(height / image.shape[0] * image.shape[1]), height,
                                   inter)
         if image.shape[1] < width:
-            image = affine.resize(image, width, int(width / image.shape[1] * image.shape[0]),
+            image = _resize_to(image, width, int(width / image.shape[1] * image.shape[0]),
                                   inter)
         y, x = image.shape[0] - height, image.shape[1] - width
         y, x = (int(rng.integers(0, y + 1)), int(rng.integers(0, x + 1))) if p.rand_crop \
@@ -187,7 +194,7 @@ class RecordAugment:
             if h <= image.shape[0] and w <= image.shape[1]:
                 y = int(rng.integers(0, image.shape[0] - h + 1))
                 x = int(rng.integers(0, image.shape[1] - w + 1))
-                return affine.resize(image[y:y + h, x:x + w], width, height,
+                return _resize_to(image[y:y + h, x:x + w], width, height,
                                      self._inter((w, h), (width, height), rng))
         return None
 
@@ -229,5 +236,12 @@ class RecordAugment:
         illumination = (rng.random() * p.max_random_illumination * 2
                         - p.max_random_illumination) * p.scale
         mean = self._mean[:, :, ::-1] if mirrored and self._mean.shape[-1] > 1 else self._mean
-        out = (chw.astype(np.float32) - mean) * (contrast / self._std) + illumination / self._std
+        # The same float32 operations as (chw.astype(float32) - mean) * ... + ..., in
+        # place in one contiguous CHW array: uint8 pixels convert exactly inside the
+        # subtraction, so the strided (HWC to CHW) pass reads bytes, not floats.
+        source = chw if chw.dtype == np.uint8 else chw.astype(np.float32)
+        out = np.empty(np.broadcast_shapes(source.shape, mean.shape), np.float32)
+        np.subtract(source, mean, out=out)
+        out *= contrast / self._std
+        out += illumination / self._std
         return out.astype(p.dtype, copy=False)

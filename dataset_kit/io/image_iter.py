@@ -145,7 +145,9 @@ class _ImageExamples(DatasetMixin):
         if image.shape != expected:
             raise ValueError(f"{where}: the augmenters gave an image of shape {image.shape} "
                              f"(HWC), data_shape {self._data_shape} needs {expected}")
-        return image.transpose(2, 0, 1).astype(np.float32), self._labels(labels, where)
+        # A CHW view, copied once: by the converter, into the batch (its block, in a worker).
+        return image.transpose(2, 0, 1).astype(np.float32, copy=False), \
+            self._labels(labels, where)
 
     def get_example(self, i: int) -> tuple:
         return self._one(i)

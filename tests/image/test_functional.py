@@ -183,3 +183,26 @@ def test_random_draws_are_the_examples_inside_an_iterator():
     boxes = [next(SerialIterator(images, 6, shuffle=False, seed=3)) for _ in range(2)]
     assert boxes[0] == boxes[1] and len(set(boxes[0])) > 1
     assert example_rng() is not None
+
+
+@settings(max_examples=60, deadline=None)
+@given(height=st.integers(1, 9), width=st.integers(1, 9), channels=st.sampled_from([1, 3, 4]),
+       dtype=st.sampled_from([np.uint8, np.float32, np.float64]), transposed=st.booleans(),
+       which=st.sampled_from(["both", "mean", "std"]), seed=st.integers(0, 2**16))
+def test_color_normalize_equals_numpys_broadcast_bit_for_bit(height, width, channels, dtype,
+                                                             transposed, which, seed):
+    # Row-wise broadcasting (the fast path) must give exactly what (x - mean) / std gives.
+    rng = np.random.default_rng(seed)
+    image = (rng.random((height, width, channels)) * 255).astype(dtype)
+    if transposed:  # a non-contiguous view takes numpy's own broadcast
+        image = np.ascontiguousarray(image.transpose(1, 0, 2)).transpose(1, 0, 2)
+    mean = (rng.random(channels) * 255).astype(np.float32) if which != "std" else None
+    std = (rng.random(channels) * 60 + 1).astype(np.float32) if which != "mean" else None
+    want = image
+    if mean is not None:
+        want = want - mean
+    if std is not None:
+        want = want / std
+    got = color_normalize(image, mean, std)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert got.tobytes() == np.ascontiguousarray(want).tobytes()

@@ -157,3 +157,25 @@ def test_labels_from_an_image_list(rec, tmp_path):
     it = ImageRecordIter(path_imgrec=rec, path_imglist=str(lst), label_width=2,
                          data_shape=(3, 8, 8), batch_size=2, preprocess_threads=0)
     assert next(it).label[0].tolist() == [[0.0, 0.0], [10.0, -1.0]]
+
+
+def test_resize_crop_and_normalise_give_opencvs_pixels_as_mxnet_does(rec):
+    # MXNet's C++ augmenter resizes with OpenCV; with the opencv extra so does ours,
+    # and the normalisation is MXNet's (pixel - mean) / std on those pixels, in float32.
+    cv2 = pytest.importorskip("cv2", reason="OpenCV's pixels need the opencv extra")
+    from dataset_kit.recordio import IndexedRecordReader, unpack_img
+
+    mean, std = (123.7, 116.3, 103.5), (58.4, 57.1, 57.4)
+    it = ImageRecordIter(path_imgrec=rec, data_shape=(3, 6, 6), batch_size=N, resize=9,
+                         mean_r=mean[0], mean_g=mean[1], mean_b=mean[2], std_r=std[0],
+                         std_g=std[1], std_b=std[2], preprocess_threads=0)
+    got = next(it).data[0]
+    reader = IndexedRecordReader(rec[:-4] + ".idx", rec)
+    for k in range(N):
+        _, image = unpack_img(reader.read_idx(k), 1)
+        small = cv2.resize(image, (9, 10), interpolation=cv2.INTER_LINEAR)  # short side 9
+        y, x = (10 - 6) // 2, (9 - 6) // 2
+        chw = small[y:y + 6, x:x + 6].transpose(2, 0, 1).astype(np.float32)
+        want = (chw - np.float32(mean).reshape(3, 1, 1)) * (
+            1.0 / np.float32(std).reshape(3, 1, 1))
+        np.testing.assert_allclose(got[k], want, rtol=0, atol=1e-5)

@@ -1,0 +1,51 @@
+"""The batch wire format: a batch laid out in a block arrives equal, as views of the block."""
+
+from __future__ import annotations
+
+import mmap
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dataset_kit.engine import _wire
+
+LAYOUTS = ["contiguous", "permuted", "strided"]
+
+
+def _example(layout: str, k: int) -> np.ndarray:
+    hwc = (np.arange(4 * 5 * 3, dtype=np.int16).reshape(4, 5, 3) * (k + 1)).astype(np.int16)
+    if layout == "permuted":
+        return hwc.transpose(2, 0, 1)  # a CHW view of a contiguous HWC array
+    if layout == "strided":
+        return hwc[::2, ::2]
+    return hwc
+
+
+def _send(examples: list) -> object:
+    structure, columns = _wire.uniform_columns(examples)
+    offsets, total = _wire.layout_sizes([len(c) * c[0].nbytes for c in columns])
+    block = mmap.mmap(-1, max(total, 1))
+    skeleton = _wire.stack_columns(structure, columns, offsets, block)
+    return skeleton, _wire.unpack(skeleton, np.frombuffer(block, np.uint8))
+
+
+@given(layout=st.sampled_from(LAYOUTS), size=st.integers(1, 6))
+def test_stacked_columns_arrive_equal_whatever_the_layout_of_the_examples(layout, size):
+    examples = [(_example(layout, k), np.int64(k)) for k in range(size)]
+    _, batch = _send(examples)
+    images, labels = batch.columns
+    np.testing.assert_array_equal(images, np.stack([x for x, _ in examples]))
+    np.testing.assert_array_equal(labels, np.arange(size))
+
+
+def test_a_column_of_permuted_views_travels_as_stored_and_arrives_as_the_same_views():
+    # Stacking CHW views into a CHW block is a strided copy; the block holds
+    # the HWC arrays as they lie (one memcpy each) and the main process gets
+    # the CHW view of them.
+    examples = [_example("permuted", k) for k in range(3)]
+    skeleton, batch = _send(examples)
+    assert skeleton.columns.shape == (3, 4, 5, 3)
+    assert skeleton.columns.axes == (0, 3, 1, 2)
+    assert batch.columns.shape == (3, 3, 4, 5)
+    assert batch.columns.transpose(0, 2, 3, 1).flags.c_contiguous
