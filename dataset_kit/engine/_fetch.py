@@ -23,7 +23,7 @@ from typing import Any
 
 from dataset_kit import _example_context
 from dataset_kit.dataset import fetch_examples
-from dataset_kit.engine import _shm
+from dataset_kit.engine import _wire
 from dataset_kit.engine._statemachine import BatchPlan
 
 
@@ -60,5 +60,5 @@ def as_batch(examples: Sequence[Any]) -> Sequence[Any]:
         An :class:`~dataset_kit.ExampleBatch` for a list of uniform numpy
         examples, else ``examples`` itself.
     """
-    uniform = _shm.uniform_columns(examples)
-    return examples if uniform is None else _shm.stacked_batch(*uniform)
+    uniform = _wire.uniform_columns(examples)
+    return examples if uniform is None else _wire.stacked_batch(*uniform)
