@@ -65,7 +65,7 @@ class Fetch(DatasetMixin):
     def get_example(self, i: int) -> Any:
         return self.dataset[i]
 
-    def get_examples(self, indices: Any) -> Any:
+    def get_batch(self, indices: Any) -> Any:
         try:
             if self.key_type is not None:
                 return [self.dataset[self.key_type(indices.tolist())]]
