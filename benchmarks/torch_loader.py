@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import time
 from collections.abc import Callable
@@ -83,13 +84,34 @@ def median_ratio(rounds: int, ours: Callable[[], object], theirs: Callable[[], o
     """Median seconds of each, interleaved, and theirs / ours; then each other's median."""
     runs = {"ours": ours, "theirs": theirs, **others}
     times: dict[str, list[float]] = {name: [] for name in runs}
+    CPU_SECONDS.clear()
     for _ in range(rounds):
         for name, fn in runs.items():
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), _cpu_seconds()
             fn()
             times[name].append(time.perf_counter() - start)
+            CPU_SECONDS.setdefault(name, []).append(_cpu_seconds() - cpu)
     a, b = statistics.median(times["ours"]), statistics.median(times["theirs"])
     return (a, b, b / a, *(statistics.median(times[name]) for name in others))
+
+
+#: CPU seconds of each round (the main process plus its workers, which every
+#: loader here has stopped and reaped by the round's end), by loader name: on a
+#: shared machine the wall time is the scheduler's; this is the loader's cost.
+CPU_SECONDS: dict[str, list[float]] = {}
+
+
+def _cpu_seconds() -> float:
+    own, reaped = resource.getrusage(resource.RUSAGE_SELF), \
+        resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + reaped.ru_utime + reaped.ru_stime
+
+
+def report_cpu(label: str, names: dict[str, str]) -> None:
+    """Print the median CPU seconds per round of each loader in the last median_ratio()."""
+    parts = [f"{shown} {statistics.median(CPU_SECONDS[name]):.2f} s"
+             for name, shown in names.items() if name in CPU_SECONDS]
+    print(f"{label}: CPU per round (main + workers): {', '.join(parts)}")
 
 
 def epoch_of(make: Callable[[], object]) -> Callable[[], None]:
@@ -201,6 +223,7 @@ def main() -> None:
                median_ratio(args.rounds, *loaders(cpu, 2, 32),
                             engine=engine_iterator(cpu, 2, 32)), ">= 1.0",
                others=("MultiprocessIterator",))
+        report_cpu("2.", {"ours": "ours", "theirs": "torch", "engine": "MultiprocessIterator"})
     if 3 in rows:
         images = Images(32 * 40)
         report("3. 3x224x224 float32, batch 32, 2 workers", len(images),
