@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import time
 from collections.abc import Callable
@@ -30,6 +31,8 @@ from parallel import CpuBound, calibrate_rounds
 from torch.utils.data import DataLoader as TorchDataLoader
 from torch.utils.data import Dataset
 
+from dataset_kit import concat_examples
+from dataset_kit.iterators import MultiprocessIterator
 from dataset_kit.torch import DataLoader
 
 EPOCHS = 2
@@ -75,17 +78,39 @@ class Objects(Dataset):
         return self.items[i]["id"]
 
 
-def median_ratio(rounds: int, ours: Callable[[], object], theirs: Callable[[], object]
-                 ) -> tuple[float, float, float]:
-    """Median seconds of each, interleaved, and theirs / ours."""
-    times: dict[str, list[float]] = {"ours": [], "theirs": []}
+def median_ratio(rounds: int, ours: Callable[[], object], theirs: Callable[[], object],
+                 **others: Callable[[], object]) -> tuple[float, ...]:
+    """Median seconds of each, interleaved, and theirs / ours; then each other's median."""
+    runs = {"ours": ours, "theirs": theirs, **others}
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    CPU_SECONDS.clear()
     for _ in range(rounds):
-        for name, fn in (("ours", ours), ("theirs", theirs)):
-            start = time.perf_counter()
+        for name, fn in runs.items():
+            start, cpu = time.perf_counter(), _cpu_seconds()
             fn()
             times[name].append(time.perf_counter() - start)
+            CPU_SECONDS.setdefault(name, []).append(_cpu_seconds() - cpu)
     a, b = statistics.median(times["ours"]), statistics.median(times["theirs"])
-    return a, b, b / a
+    return (a, b, b / a, *(statistics.median(times[name]) for name in others))
+
+
+#: CPU seconds of each round (the main process plus its workers, which every
+#: loader here has stopped and reaped by the round's end), by loader name: on a
+#: shared machine the wall time is the scheduler's; this is the loader's cost.
+CPU_SECONDS: dict[str, list[float]] = {}
+
+
+def _cpu_seconds() -> float:
+    own, reaped = resource.getrusage(resource.RUSAGE_SELF), \
+        resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + reaped.ru_utime + reaped.ru_stime
+
+
+def report_cpu(label: str, names: dict[str, str]) -> None:
+    """Print the median CPU seconds per round of each loader in the last median_ratio()."""
+    parts = [f"{shown} {statistics.median(CPU_SECONDS[name]):.2f} s"
+             for name, shown in names.items() if name in CPU_SECONDS]
+    print(f"{label}: CPU per round (main + workers): {', '.join(parts)}")
 
 
 def epoch_of(make: Callable[[], object]) -> Callable[[], None]:
@@ -101,11 +126,31 @@ def epoch_of(make: Callable[[], object]) -> Callable[[], None]:
     return run
 
 
-def report(label: str, examples: int, seconds: tuple[float, float, float], goal: str) -> None:
-    ours, theirs, ratio = seconds
+def report(label: str, examples: int, seconds: tuple[float, ...], goal: str,
+           others: tuple[str, ...] = ()) -> None:
+    ours, theirs, ratio, *rest = seconds
     examples *= EPOCHS
+    extra = "".join(f", {name} {examples / t:,.0f} ex/s" for name, t in zip(others, rest))
     print(f"{label}: ours {examples / ours:,.0f} ex/s, torch {examples / theirs:,.0f} ex/s, "
-          f"ratio {ratio:.2f} (goal {goal})")
+          f"ratio {ratio:.2f} (goal {goal}){extra}")
+
+
+def engine_iterator(dataset, workers: int, batch: int) -> Callable[[], None]:
+    """dataset_kit's own MultiprocessIterator on the same data: what the door adds is the rest.
+
+    Its workers stack each batch (``concat_examples``) as the door's collate
+    does; it keeps its workers across epochs and has as many batches in flight
+    as the door (``n_processes * (n_prefetch + 1)`` = ``prefetch_factor * num_workers``).
+    """
+    def run() -> None:
+        it = MultiprocessIterator(dataset, batch, repeat=True, shuffle=True, n_processes=workers,
+                                  n_prefetch=1, seed=0, converter=concat_examples)
+        try:
+            for _ in range(EPOCHS * -(-len(dataset) // batch)):
+                next(it)
+        finally:
+            it.finalize()
+    return run
 
 
 def loaders(dataset, workers: int, batch: int, shuffle: bool = True):
@@ -160,20 +205,29 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--skip-memory", action="store_true")
+    parser.add_argument("--only", type=int, choices=(1, 2, 3, 4), action="append",
+                        help="run only this row (repeatable)")
     args = parser.parse_args()
+    rows = set(args.only or (1, 2, 3, 4)) - ({4} if args.skip_memory else set())
     rng = np.random.default_rng(0)
-    arrays = Arrays(rng.random((60_000, 784), dtype=np.float32),
-                    rng.integers(0, 10, 60_000))
-    for workers in (0, 2):
-        report(f"1. array 60k x 784 float32, batch 128, shuffled, {workers} workers", 60_000,
-               median_ratio(args.rounds, *loaders(arrays, workers, 128)), ">= 1.5")
-    cpu = CpuBound(32 * 40, calibrate_rounds())
-    report("2. ~1 ms examples, batch 32, 2 workers", len(cpu),
-           median_ratio(args.rounds, *loaders(cpu, 2, 32)), ">= 1.0")
-    images = Images(32 * 40)
-    report("3. 3x224x224 float32, batch 32, 2 workers", len(images),
-           median_ratio(args.rounds, *loaders(images, 2, 32)), ">= 1.3")
-    if not args.skip_memory:
+    if 1 in rows:
+        arrays = Arrays(rng.random((60_000, 784), dtype=np.float32),
+                        rng.integers(0, 10, 60_000))
+        for workers in (0, 2):
+            report(f"1. array 60k x 784 float32, batch 128, shuffled, {workers} workers", 60_000,
+                   median_ratio(args.rounds, *loaders(arrays, workers, 128)), ">= 1.5")
+    if 2 in rows:
+        cpu = CpuBound(32 * 40, calibrate_rounds())
+        report("2. ~1 ms examples, batch 32, 2 workers", len(cpu),
+               median_ratio(args.rounds, *loaders(cpu, 2, 32),
+                            engine=engine_iterator(cpu, 2, 32)), ">= 1.0",
+               others=("MultiprocessIterator",))
+        report_cpu("2.", {"ours": "ours", "theirs": "torch", "engine": "MultiprocessIterator"})
+    if 3 in rows:
+        images = Images(32 * 40)
+        report("3. 3x224x224 float32, batch 32, 2 workers", len(images),
+               median_ratio(args.rounds, *loaders(images, 2, 32)), ">= 1.3")
+    if 4 in rows:
         worker_memory()
 
 

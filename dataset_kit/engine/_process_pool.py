@@ -281,7 +281,8 @@ class ProcessPool:
         worker.process.join(STOP_GRACE_SECONDS)
         raise WorkerDiedError(
             f"worker {worker.index} (pid {worker.process.pid}) "
-            f"{describe_exit(worker.process.exitcode)} while building batches")
+            f"{describe_exit(worker.process.exitcode)} while building batches",
+            pid=worker.process.pid, exitcode=worker.process.exitcode)
 
     # -- shutdown -------------------------------------------------------------
 

@@ -36,7 +36,18 @@ class WorkerDiedError(WorkerError):
 
     The message names the worker's pid and its exit code or signal. The
     iterator has stopped every worker and cannot continue.
+
+    Attributes:
+        pid: the dead worker's process id (None when not known).
+        exitcode: its exit code, ``-N`` for signal ``N`` (None when not known),
+            so a door can word the failure in its own vocabulary.
     """
+
+    def __init__(self, *args: object, pid: int | None = None,
+                 exitcode: int | None = None) -> None:
+        super().__init__(*args)
+        self.pid = pid
+        self.exitcode = exitcode
 
 
 class SamplerMismatchError(ValueError):

@@ -44,6 +44,11 @@ def _via_torch(fn: Any) -> Any:
     return collate
 
 
+# PyTorch's own functions, taken at import: ours keep their meaning even where a
+# harness (or a user) has put ours in torch's modules under the same names.
+_torch_default_collate = _torch_collate.default_collate
+_torch_default_convert = _torch_collate.default_convert
+
 _NUMPY_MAP: dict = dict(_torch_collate.default_collate_fn_map)
 _NUMPY_MAP[np.ndarray] = _stack_arrays
 _NUMPY_MAP[(np.bool_, np.number, np.object_)] = _via_torch(_torch_collate.collate_numpy_scalar_fn)
@@ -112,10 +117,17 @@ def numpy_to_tensors(data: Any) -> Any:
 
 
 def default_collate(batch: Any) -> Any:
-    """PyTorch's ``default_collate``: what it returns for ``batch``, built as above."""
-    return numpy_to_tensors(collate_to_numpy(batch))
+    """PyTorch's ``default_collate``, for a :class:`~dataset_kit.ExampleBatch` too.
+
+    Called by a user's ``collate_fn``, it is PyTorch's (inside a worker, its
+    tensors are in shared memory, as PyTorch makes them); a loader given it
+    as ``collate_fn`` takes the zero-copy path, which builds the same batches.
+    """
+    if isinstance(batch, ExampleBatch):
+        return numpy_to_tensors(collate_to_numpy(batch))
+    return _torch_default_collate(batch)
 
 
 def default_convert(data: Any) -> Any:
     """PyTorch's ``default_convert`` (numpy arrays and scalars to tensors, recursively)."""
-    return _torch_collate.default_convert(data)
+    return _torch_default_convert(data)

@@ -78,6 +78,8 @@ class SamplerOrder(OrderSampler):
         self._uses_global: dict[int, bool] = {}
         self._stops = np.zeros(0, np.int64)
         self.base_seeds: dict[int, int] = {}
+        #: ``list`` or ``tuple`` when the sampler yields lists of indices as keys.
+        self.key_type: type | None = None
 
     def __call__(self, current_order: np.ndarray, current_position: int) -> np.ndarray:
         epoch = self._drawn
@@ -134,12 +136,33 @@ class SamplerOrder(OrderSampler):
         if self.batched:
             batches = [[operator.index(i) for i in batch] for batch in sampler]
         else:
-            batches = [[operator.index(i)] for i in sampler]
+            batches = self._keys(sampler)
         if any(not batch for batch in batches):
             raise ValueError(f"batch sampler {type(sampler).__name__} yielded an empty batch")
         self._stops = np.cumsum([len(b) for b in batches], dtype=np.int64)
         return np.fromiter((i for b in batches for i in b), dtype=np.int64,
                            count=int(self._stops[-1]) if len(batches) else 0)
+
+    def _keys(self, sampler: Any) -> list:
+        """Each key the sampler yields as one batch of indices.
+
+        A key that is a list or tuple of indices (PyTorch passes it to
+        ``dataset[key]`` whole when ``batch_size=None``) is one batch of its
+        indices, and :attr:`key_type` says so.
+        """
+        keys = list(sampler)
+        kind = type(keys[0]) if keys and isinstance(keys[0], (list, tuple)) else None
+        if self._drawn and kind is not self.key_type:
+            raise ValueError(f"sampler {type(sampler).__name__} yielded keys of type "
+                             f"{(kind or int).__name__} in epoch {self._drawn}, but "
+                             f"{(self.key_type or int).__name__} in the first epoch")
+        self.key_type = kind
+        if kind is None:
+            return [[operator.index(i)] for i in keys]
+        if not all(type(k) is kind and len(k) for k in keys):
+            raise ValueError(f"sampler {type(sampler).__name__} must yield keys of one type: "
+                             f"integers, or non-empty {kind.__name__}s of integers")
+        return [[operator.index(i) for i in k] for k in keys]
 
     def batch_stops(self) -> np.ndarray:
         """Where the batches of the order last drawn end."""

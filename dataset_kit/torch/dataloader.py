@@ -25,55 +25,32 @@ from __future__ import annotations
 
 import multiprocessing
 import multiprocessing.context
+import signal
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any, Generic, TypeVar
 
 import torch
-from torch.utils.data import BatchSampler, IterableDataset, RandomSampler, SequentialSampler
+from torch.utils.data import (BatchSampler, IterableDataset, IterDataPipe, RandomSampler,
+                              SequentialSampler)
 from torch.utils.data import DataLoader as _TorchDataLoader
 from torch.utils.data import default_collate as _torch_default_collate
 from torch.utils.data._utils.pin_memory import pin_memory as _pin
 
-from dataset_kit.dataset import DatasetMixin
-from dataset_kit.engine import BatchTimeoutError, Engine, ExecutorSpec, WorkerError, states
+from dataset_kit.engine import (
+    BatchTimeoutError,
+    Engine,
+    ExecutorSpec,
+    WorkerDiedError,
+    WorkerError,
+    states,
+)
 from dataset_kit.torch import _collate
+from dataset_kit.torch._fetch import Collate, Failed, Fetch
 from dataset_kit.torch._orders import SamplerOrder
 from dataset_kit.torch._worker import WorkerStart
 
 _SEED_MASK = (1 << 63) - 1
-
-
-class _GetItems(DatasetMixin):
-    """A map-style dataset with ``__getitems__``: asked for whole batches, as PyTorch 2 does."""
-
-    def __init__(self, dataset: Any) -> None:
-        self.dataset = dataset
-
-    def __len__(self) -> int:
-        return len(self.dataset)
-
-    def get_example(self, i: int) -> Any:
-        return self.dataset[i]
-
-    def get_examples(self, indices: Any) -> Any:
-        return self.dataset.__getitems__(indices.tolist())
-
-
-class _Collate:
-    """The converter run where batches are built: PyTorch's collate step."""
-
-    def __init__(self, collate_fn: Callable | None, auto_collation: bool) -> None:
-        self.collate_fn = collate_fn
-        self.auto_collation = auto_collation
-
-    def __call__(self, batch: Any) -> Any:
-        if not self.auto_collation:
-            fn = _collate.default_convert if self.collate_fn is None else self.collate_fn
-            return fn(batch[0])
-        if self.collate_fn is None:
-            return _collate.collate_to_numpy(batch)
-        return self.collate_fn(batch if isinstance(batch, list) else list(batch))
 
 
 def _start_method(context: Any, num_workers: int) -> str | None:
@@ -148,6 +125,7 @@ class DataLoader(Generic[_T_co]):
                  prefetch_factor: int | None = None, persistent_workers: bool = False,
                  pin_memory_device: str = "", in_order: bool = True) -> None:
         if isinstance(dataset, IterableDataset):
+            _check_iterable_arguments(dataset, shuffle, sampler, batch_sampler)
             raise TypeError(
                 f"dataset_kit.torch.DataLoader loads map-style datasets (any object with "
                 f"__getitem__ and __len__, optionally __getitems__); got the IterableDataset "
@@ -209,18 +187,21 @@ class DataLoader(Generic[_T_co]):
         self._order = SamplerOrder(self._index_sampler, auto, generator,
                                    base_seed_every_epoch=not persistent_workers)
         seed = (generator.initial_seed() if generator is not None else torch.initial_seed())
-        fetched = _GetItems(dataset) if callable(getattr(dataset, "__getitems__", None)) \
-            else dataset
+        fetched = Fetch(dataset)
         executor = ExecutorSpec(
             "serial" if num_workers == 0 else "process", workers=num_workers,
             depth=None if num_workers == 0 else max(1, prefetch_factor * num_workers),
             start_method=start_method,
             timeout=None if timeout == 0 else timeout,
-            converter=_Collate(collate_fn, auto),
+            converter=Collate(collate_fn, auto),
             worker_init=None if num_workers == 0 else WorkerStart(dataset, worker_init_fn, 0))
         self._engine = Engine(fetched, batch_size=None, order_sampler=self._order,
                               seed=seed & _SEED_MASK, last_batch="keep", executor=executor)
+        # The first epoch is drawn: a sampler yielding lists makes each one a key
+        # (workers start with the first batch, so they get this as well).
+        fetched.key_type = self._order.key_type
         self._worker_start = executor.worker_init  # its base seed is set by iter()
+        self._iterations = 0  # iter() calls: an older iterator stops when a newer starts
         self._resuming = False
         self._initialized = True
         # PyTorch's warning for more workers than CPUs (it reads num_workers only).
@@ -249,28 +230,8 @@ class DataLoader(Generic[_T_co]):
             self._resuming = False  # the saved epoch's order came with the state
         else:
             self._draw_now(engine.position.epoch)
-        if engine.spec.epoch_size == 0:
-            return
-        pin = self._pin_device()
-        while True:
-            try:
-                batch = engine.next()
-            except BatchTimeoutError as error:
-                raise BatchTimeoutError(f"DataLoader timed out after {self.timeout} seconds: "
-                                        f"{error}") from None
-            except WorkerError as error:
-                original = error.__cause__
-                if type(error) is not WorkerError or not isinstance(original, Exception):
-                    raise  # a worker died or went silent: the engine's own error
-                # As PyTorch: the worker's exception, as its own type; the
-                # WorkerError naming the worker and its traceback is its cause.
-                error.__cause__ = None
-                raise original from error
-            if self._default_collate:
-                batch = _collate.numpy_to_tensors(batch)
-            yield batch if pin is None else _pin(batch, pin)
-            if engine.position.is_new_epoch:
-                return
+        self._iterations += 1
+        return _EpochIterator(self, self._iterations, self._pin_device())
 
     def _draw_now(self, epoch: int) -> None:
         """Draw the epoch's order at iter(), when PyTorch draws it, unless drawn ahead safely."""
@@ -333,3 +294,81 @@ class DataLoader(Generic[_T_co]):
 
     def __exit__(self, *exc_info: Any) -> None:
         self.close()
+
+
+class _EpochIterator:
+    """One epoch of a :class:`DataLoader`: what ``iter(loader)`` returns.
+
+    An iterator object rather than a generator: after a batch whose dataset or
+    collate code raised, the next ``next()`` goes on to the following batch,
+    as PyTorch's iterator does. It stops when a newer ``iter()`` of its loader
+    has started (the loader has one engine, and the newer epoch owns it).
+    """
+
+    def __init__(self, loader: DataLoader, iteration: int, pin: str | None) -> None:
+        self._loader = loader
+        self._iteration = iteration
+        self._pin = pin
+        self._done = loader._engine.spec.epoch_size == 0
+
+    def __iter__(self) -> _EpochIterator:
+        return self
+
+    def __len__(self) -> int:
+        return len(self._loader)
+
+    def __next__(self) -> Any:
+        loader = self._loader
+        if self._done or loader._iterations != self._iteration:
+            raise StopIteration
+        engine = loader._engine
+        try:
+            batch = engine.next()
+        except BatchTimeoutError as error:
+            raise BatchTimeoutError(f"DataLoader timed out after {loader.timeout} seconds: "
+                                    f"{error}") from None
+        except WorkerDiedError as error:
+            raise _died(error) from error
+        except WorkerError as error:
+            original = error.__cause__
+            if not isinstance(original, Exception):
+                raise
+            # An error outside the dataset and collate code (worker_init_fn): as
+            # PyTorch, its own type; the WorkerError naming the worker is its cause.
+            error.__cause__ = None
+            raise original from error
+        if engine.position.is_new_epoch:
+            self._done = True
+        if isinstance(batch, Failed):
+            batch.reraise()  # this batch is consumed: the next call goes on
+        if loader._default_collate:
+            batch = _collate.numpy_to_tensors(batch)
+        return batch if self._pin is None else _pin(batch, self._pin)
+
+
+def _died(error: WorkerDiedError) -> WorkerDiedError:
+    """The engine's dead-worker error in PyTorch's words (a ``RuntimeError``, as PyTorch's)."""
+    pid, code = error.pid, error.exitcode
+    if code is not None and code < 0:
+        try:
+            name = signal.strsignal(-code) or f"signal {-code}"
+        except ValueError:
+            name = f"signal {-code}"
+        words = f"DataLoader worker (pid {pid}) is killed by signal: {name}. "
+    else:
+        words = f"DataLoader worker (pid(s) {pid}) exited unexpectedly"
+    return WorkerDiedError(f"{words} ({error})", pid=pid, exitcode=code)
+
+
+def _check_iterable_arguments(dataset: Any, shuffle: Any, sampler: Any,
+                              batch_sampler: Any) -> None:
+    """PyTorch's checks for an ``IterableDataset``, with its messages, before ours refuses it."""
+    if not isinstance(dataset, IterDataPipe) and shuffle not in {False, None}:
+        raise ValueError("DataLoader with IterableDataset: expected unspecified shuffle option, "
+                         f"but got shuffle={shuffle}")
+    if sampler is not None:
+        raise ValueError("DataLoader with IterableDataset: expected unspecified sampler option, "
+                         f"but got sampler={sampler}")
+    if batch_sampler is not None:
+        raise ValueError("DataLoader with IterableDataset: expected unspecified batch_sampler "
+                         f"option, but got batch_sampler={batch_sampler}")

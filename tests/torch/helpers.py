@@ -59,6 +59,21 @@ class WithGetItems(torch.utils.data.Dataset):
         return [np.array([i, len(indices)], np.int64) for i in indices]
 
 
+class Bulk(torch.utils.data.Dataset):
+    """Answers a key that is a list (or tuple) of indices: its type's name, then the indices."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, key):
+        if not isinstance(key, (list, tuple)):
+            raise TypeError(f"Bulk wants a list or tuple of indices, got {key!r}")
+        return [type(key).__name__, *key]
+
+
 def assert_same(ours, theirs, where: str = "batch") -> None:
     """Equal values, identical types, dtypes and nesting."""
     assert type(ours) is type(theirs), f"{where}: {type(ours)} != {type(theirs)}"

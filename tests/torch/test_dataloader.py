@@ -8,7 +8,7 @@ import pickle
 import numpy as np
 import pytest
 
-from tests.torch.helpers import Mixed, Uniform, WithGetItems, assert_same_batches, torch
+from tests.torch.helpers import Bulk, Mixed, Uniform, WithGetItems, assert_same_batches, torch
 
 from torch.utils.data import (  # noqa: E402
     BatchSampler,
@@ -138,6 +138,54 @@ def test_an_iterable_dataset_is_a_type_error_saying_what_is_supported():
         DataLoader(Stream())
     with pytest.raises(TypeError, match="map-style"):
         DataLoader(object())
+
+
+@pytest.mark.parametrize("kwargs", [dict(shuffle=True), dict(sampler=[0, 1]),
+                                    dict(batch_sampler=[[0]])])
+def test_an_iterable_dataset_with_a_sampler_or_shuffle_is_pytorchs_value_error(kwargs):
+    class Stream(torch.utils.data.IterableDataset):
+        def __iter__(self):
+            return iter(range(3))
+
+    with pytest.raises(ValueError) as theirs:
+        TorchDataLoader(Stream(), **kwargs)
+    with pytest.raises(ValueError) as ours:
+        DataLoader(Stream(), **kwargs)
+    assert str(ours.value) == str(theirs.value)
+
+
+class BulkKeys(torch.utils.data.Sampler):
+    """Yields lists of indices, each one key for the dataset (PyTorch's bulk loading)."""
+
+    def __init__(self, n: int, size: int, kind: type = list) -> None:
+        self.n, self.size, self.kind = n, size, kind
+
+    def __iter__(self):
+        for x in torch.randperm(self.n, generator=_gen(3)).split(self.size):
+            yield self.kind(x.tolist())
+
+    def __len__(self) -> int:
+        return -(-self.n // self.size)
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+@pytest.mark.parametrize("kind", [list, tuple])
+def test_a_sampler_yielding_lists_of_indices_passes_each_list_whole(num_workers, kind):
+    dataset = Bulk(35)
+    kwargs = dict(batch_size=None, sampler=BulkKeys(35, 4, kind), num_workers=num_workers)
+    loader = DataLoader(dataset, **kwargs)
+    try:
+        ours = [list(b) for b in loader]
+    finally:
+        loader.close()
+    theirs = [list(b) for b in TorchDataLoader(dataset, **kwargs)]
+    assert ours == theirs and len(ours) == 9
+    assert all(b[0] == kind.__name__ for b in ours)  # the key arrived as its own type
+
+
+def test_a_sampler_mixing_integers_and_lists_is_a_value_error():
+    with pytest.raises(ValueError, match="keys of one type"):
+        DataLoader(Bulk(35), batch_size=None, sampler=[[0, 1], 2])
 
 
 CONFLICTS = [

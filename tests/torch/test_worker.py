@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import random
+import re
+import signal
 import time
 
 import numpy as np
@@ -13,7 +16,7 @@ from tests.torch.helpers import torch
 from torch.utils.data import DataLoader as TorchDataLoader  # noqa: E402
 
 import dataset_kit.torch as dkt  # noqa: E402
-from dataset_kit.iterators import BatchTimeoutError, WorkerError  # noqa: E402
+from dataset_kit.iterators import BatchTimeoutError, WorkerDiedError  # noqa: E402
 
 _seeded: dict = {}
 
@@ -71,27 +74,51 @@ def test_without_workers_get_worker_info_is_none():
 
 
 class Fails(torch.utils.data.Dataset):
+    """Examples 3 and 6 raise; the others are their index."""
+
     def __len__(self) -> int:
-        return 4
+        return 9
 
     def __getitem__(self, i: int):
-        if i == 3:
+        if i in (3, 6):
             raise KeyError(f"bad example {i}")
         return i
 
 
+def _outcomes(loader) -> list:
+    """Each next() of one epoch: the batch as a list, or the exception's type and words."""
+    seen, it = [], iter(loader)
+    while True:
+        try:
+            seen.append(next(it).tolist())
+        except StopIteration:
+            return seen
+        except Exception as error:  # noqa: BLE001 - the test compares them with PyTorch's
+            seen.append((type(error), str(error).splitlines()[0]))
+
+
 @pytest.mark.parametrize("num_workers", [0, 2])
-def test_an_exception_in_a_worker_is_raised_as_its_own_type(num_workers):
+def test_a_failed_batch_is_raised_as_its_own_type_and_the_epoch_goes_on(num_workers):
     loader = dkt.DataLoader(Fails(), batch_size=2, num_workers=num_workers)
     try:
-        with pytest.raises(KeyError, match="bad example 3") as raised:
-            list(loader)
-        if num_workers:
-            cause = raised.value.__cause__
-            assert isinstance(cause, WorkerError) and "pid" in str(cause)
-            assert "bad example 3" in str(cause)  # the worker's traceback
+        ours = _outcomes(loader)
     finally:
         loader.close()
+    theirs = _outcomes(TorchDataLoader(Fails(), batch_size=2, num_workers=num_workers))
+    assert ours == theirs
+    assert [o[0] for o in ours if isinstance(o, tuple)] == [KeyError, KeyError]
+    assert len(ours) == 5  # the batches after each failed one came too
+
+
+def test_a_failed_batch_in_a_worker_carries_the_workers_traceback():
+    loader = dkt.DataLoader(Fails(), batch_size=2, num_workers=2)
+    try:
+        with pytest.raises(KeyError) as raised:
+            list(loader)
+    finally:
+        loader.close()
+    assert "Caught KeyError in DataLoader worker process" in str(raised.value)
+    assert "bad example 3" in str(raised.value) and "__getitem__" in str(raised.value)
 
 
 def _failing_init(worker_id: int) -> None:
@@ -170,3 +197,39 @@ def test_a_silent_worker_is_an_error_after_timeout_not_a_hang():
         assert time.monotonic() - start < 60
     finally:
         loader.close()
+
+
+class Dies(torch.utils.data.Dataset):
+    """The worker building example 2 ends: by a real SIGKILL, or os._exit(3)."""
+
+    def __init__(self, how: str) -> None:
+        self.how = how
+
+    def __len__(self) -> int:
+        return 4
+
+    def __getitem__(self, i: int):
+        if i == 2:
+            if self.how == "kill":
+                os.kill(os.getpid(), signal.SIGKILL)
+            os._exit(3)
+        return i
+
+
+@pytest.mark.parametrize("how, words", [
+    ("kill", r"DataLoader worker \(pid (\d+)\) is killed by signal: Killed\. "),
+    ("exit", r"DataLoader worker \(pid\(s\) (\d+)\) exited unexpectedly"),
+])
+def test_a_dead_worker_is_reported_in_pytorchs_words_with_its_pid(how, words):
+    loader = dkt.DataLoader(Dies(how), batch_size=1, num_workers=1, timeout=60)
+    start = time.monotonic()
+    try:
+        with pytest.raises(WorkerDiedError, match=words) as raised:
+            list(loader)
+        assert time.monotonic() - start < 60  # not a hang
+    finally:
+        loader.close()
+    error = raised.value
+    assert isinstance(error, RuntimeError)  # PyTorch raises a RuntimeError
+    assert error.exitcode == (-signal.SIGKILL if how == "kill" else 3)
+    assert str(error.pid) == re.search(words, str(error)).group(1)
