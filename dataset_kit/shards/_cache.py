@@ -22,7 +22,7 @@ from typing import Any
 
 from dataset_kit import _files
 from dataset_kit.download import _sha256_of
-from dataset_kit.shards import _download, _layout
+from dataset_kit.shards import _download, _layout, _remote
 from dataset_kit.shards.manifest import Manifest
 
 
@@ -45,33 +45,60 @@ class ShardCache:
 
     Args:
         directory: the cache folder (shared by every process of the node).
-        fs: the fsspec filesystem of the remote.
-        root: the remote folder's path inside ``fs``.
-        url: the remote folder's URL, for errors.
+        url: the remote folder's URL.
+        storage_options: fsspec's options for it.
         manifest: the shards' manifest.
         cache_limit: bytes the folder may hold, or None for no limit.
         timeout, retries, chunk_size: see :func:`._download.download`.
     """
 
-    def __init__(self, directory: str, fs: Any, root: str, url: str, manifest: Manifest,
-                 cache_limit: int | None, timeout: float, retries: int, chunk_size: int) -> None:
-        self.directory, self.fs, self.root, self.url = directory, fs, root, url
+    def __init__(self, directory: str, url: str, storage_options: dict | None,
+                 manifest: Manifest, cache_limit: int | None, timeout: float, retries: int,
+                 chunk_size: int) -> None:
+        self.directory, self.url, self.storage_options = directory, url, storage_options
+        self._fs: tuple[int, Any, str] | None = None
         self.manifest, self.cache_limit = manifest, cache_limit
         self.options = {"timeout": timeout, "retries": retries, "chunk_size": chunk_size}
         self.names = {s.name for s in manifest.shards}
         os.makedirs(directory, exist_ok=True)
 
+    @property
+    def fs(self) -> tuple[Any, str]:
+        """``(fsspec filesystem, remote folder inside it)``, made in this process.
+
+        A filesystem is not shared across ``fork``: fsspec's asynchronous ones
+        (HTTP, S3) refuse to run in a forked child, so each process makes its own.
+        """
+        if self._fs is None or self._fs[0] != os.getpid():
+            fs, root = _remote.filesystem(self.url, self.storage_options)
+            self._fs = (os.getpid(), fs, root.rstrip("/"))
+        return self._fs[1], self._fs[2]
+
+    def __getstate__(self) -> dict:
+        return dict(self.__dict__, _fs=None)
+
     def path(self, shard: int) -> str:
         """The local path of shard number ``shard``."""
         return os.path.join(self.directory, self.manifest.shards[shard].name)
 
-    def fetch(self, shard: int) -> None:
-        """Make sure shard ``shard`` is in the cache (downloading it once per node)."""
+    def fetch(self, shard: int, keep: frozenset[str] = frozenset()) -> bool:
+        """Make sure shard ``shard`` is in the cache (downloading it once per node).
+
+        Args:
+            shard: the shard number.
+            keep: names of shards that making room must not evict (besides
+                those in use), for prefetches.
+
+        Returns:
+            Whether this call downloaded it.
+        """
         path = self.path(shard)
         if not os.path.exists(path):
             with _files.lock_for(path):
                 if not os.path.exists(path):
-                    self._fetch(shard)
+                    self._fetch(shard, keep)
+                    return True
+        return False
 
     def open(self, shard: int) -> _layout.ShardFile:
         """Return shard ``shard`` opened and marked in use, downloading it if needed.
@@ -102,14 +129,14 @@ class ShardCache:
                 return opened
             opened.close()  # evicted while we waited for the lock: fetch again
 
-    def _fetch(self, shard: int) -> None:
+    def _fetch(self, shard: int, keep: frozenset[str]) -> None:
         info = self.manifest.shards[shard]
         path, url = self.path(shard), f"{self.url.rstrip('/')}/{info.name}"
         _files.remove_stale_parts(path)
         digests = []
         for _ in range(2):
             try:
-                self._download_verified(shard, path, url)
+                self._download_verified(shard, path, url, keep)
                 return
             except _Mismatch as mismatch:
                 digests.append(mismatch.digest)
@@ -118,17 +145,19 @@ class ShardCache:
             f"{info.sha256}, the downloads hashed to {digests[0]} and {digests[1]}; it was "
             f"not cached")
 
-    def _download_verified(self, shard: int, path: str, url: str) -> None:
+    def _download_verified(self, shard: int, path: str, url: str,
+                           keep: frozenset[str]) -> None:
         info = self.manifest.shards[shard]
         try:
             with _files.atomic_write(path) as temp:
                 with open(temp, "wb") as out:
                     with _files.lock_for(os.path.join(self.directory, ".room")):
-                        self._make_room(info.bytes, info.name)
+                        self._make_room(info.bytes, info.name, keep)
                         if info.bytes and hasattr(os, "posix_fallocate"):
                             os.posix_fallocate(out.fileno(), 0, info.bytes)
-                    _download.download(self.fs, f"{self.root.rstrip('/')}/{info.name}", url,
-                                       info.bytes, out, **self.options)
+                    fs, root = self.fs
+                    _download.download(fs, f"{root}/{info.name}", url, info.bytes, out,
+                                       **self.options)
                     out.truncate(info.bytes)
                 digest = _sha256_of(temp)
                 if digest != info.sha256:
@@ -151,8 +180,8 @@ class ShardCache:
                     total += os.stat(os.path.join(base, name)).st_size
         return total
 
-    def _make_room(self, need: int, name: str) -> None:
-        """Evict least-recently-used shards not in use until ``need`` more bytes fit."""
+    def _make_room(self, need: int, name: str, keep: frozenset[str]) -> None:
+        """Evict least-recently-used shards not in use nor in ``keep`` until ``need`` more fit."""
         if self.cache_limit is None:
             return
         self._remove_dead_downloads()
@@ -161,7 +190,7 @@ class ShardCache:
             return
         cached = []
         for entry in os.scandir(self.directory):
-            if entry.name in self.names and entry.is_file():
+            if entry.name in self.names and entry.name not in keep and entry.is_file():
                 with contextlib.suppress(FileNotFoundError):
                     cached.append((entry.stat().st_mtime_ns, entry.path))
         for _, victim in sorted(cached):
@@ -173,7 +202,6 @@ class ShardCache:
                 errno.ENOSPC, f"the cache {self.directory} (cache_limit {self.cache_limit} "
                 f"bytes) cannot hold shard {name} ({need} bytes): {usage} bytes are taken by "
                 f"shards in use or being downloaded")
-
 
     def _remove_dead_downloads(self) -> None:
         """Remove the staging files of downloads whose process died (they count as usage)."""

@@ -19,6 +19,7 @@ from dataset_kit.download import get_dataset_directory
 from dataset_kit.shards import _layout, _remote
 from dataset_kit.shards._cache import CacheFullError, ShardCache
 from dataset_kit.shards._columns import DECODE
+from dataset_kit.shards._prefetch import OrderPlan, Prefetcher
 from dataset_kit.shards.manifest import MANIFEST_NAME, Manifest
 
 
@@ -47,6 +48,9 @@ class StreamingDataset(DatasetMixin):
         open_shards: shards this process keeps open between calls.
         download_threads: shards of one batch downloaded at once (when they
             all fit the cache).
+        prefetch_shards: shards downloaded in the background ahead of the
+            order a :class:`ShardOrderSampler` plans (0: none); fewer when
+            ``cache_limit`` cannot hold them beside the batch's own.
         decode_images: decode ``jpeg``/``png`` columns to CHW uint8 arrays
             (False: return the encoded bytes).
 
@@ -59,7 +63,7 @@ class StreamingDataset(DatasetMixin):
     def __init__(self, remote: str | os.PathLike, local: str | os.PathLike | None = None,
                  cache_limit: int | None = None, storage_options: dict | None = None, *,
                  timeout: float = 60.0, retries: int = 5, chunk_size: int = 8 << 20,
-                 open_shards: int = 2, download_threads: int = 4,
+                 open_shards: int = 2, download_threads: int = 4, prefetch_shards: int = 2,
                  decode_images: bool = True) -> None:
         remote = os.fspath(remote)
         if _remote.is_local(remote):
@@ -83,7 +87,7 @@ class StreamingDataset(DatasetMixin):
             key = hashlib.sha256(remote.encode()).hexdigest()[:16]
             local = get_dataset_directory(os.path.join("streaming", key))
         self.local = os.path.abspath(os.fspath(local))
-        self._cache = ShardCache(self.local, fs, root, remote, self.manifest, cache_limit,
+        self._cache = ShardCache(self.local, remote, storage_options, self.manifest, cache_limit,
                                  float(timeout), non_negative_int("retries", retries),
                                  positive_int("chunk_size", chunk_size))
         self._columns = list(self.manifest.columns.items())
@@ -94,6 +98,14 @@ class StreamingDataset(DatasetMixin):
         self._threads = positive_int("download_threads", download_threads)
         self._open: OrderedDict[int, _layout.ShardFile] = OrderedDict()
         self._pid = os.getpid()
+        #: The order a ShardOrderSampler in use plans (it records itself here).
+        self.prefetch_plan = OrderPlan(self.manifest.starts)
+        self._ahead = non_negative_int("prefetch_shards", prefetch_shards)
+        if cache_limit is not None:
+            self._fit = cache_limit // max(s.bytes for s in self.manifest.shards)
+        else:
+            self._fit = None
+        self._prefetcher = Prefetcher(self._cache)
 
     def __len__(self) -> int:
         return self._starts[-1]
@@ -110,9 +122,27 @@ class StreamingDataset(DatasetMixin):
 
     def get_examples(self, indices: np.ndarray) -> Sequence[Any]:
         """Return the examples at ``indices``; the shards they need are downloaded in parallel."""
-        shards = np.unique(np.searchsorted(self._starts, indices, side="right") - 1)
-        self._download([int(s) for s in shards])
+        shards = [int(s) for s in np.unique(np.searchsorted(self._starts, indices,
+                                                            side="right") - 1)]
+        self._download(shards)
+        self._prefetch_after(indices, shards)
         return _example_context.map_examples(self.get_example, indices.tolist())
+
+    def _prefetch_after(self, indices: np.ndarray, shards: list[int]) -> None:
+        """Start downloading the shards the planned order reaches after this batch."""
+        context = _example_context.current()
+        ahead = self._ahead if self._fit is None else min(self._ahead, self._fit - len(shards))
+        if context is None or ahead <= 0 or not len(indices):
+            return  # not inside an iterator: no planned order to follow
+        epochs = context.epochs
+        if np.ndim(epochs) == 0:
+            epoch = int(epochs)
+        else:  # a batch that crosses into the next epoch: plan from its last part
+            epoch = int(epochs[-1])
+            indices = indices[np.asarray(epochs) == epoch]
+        wanted = self.prefetch_plan.next_shards(epoch, indices, ahead)
+        if wanted:
+            self._prefetcher.request(wanted, set(shards))
 
     def _download(self, shards: list[int]) -> None:
         """Fetch the missing ``shards`` on up to ``download_threads`` threads, if they fit."""

@@ -7,6 +7,10 @@ samples of each block together. A block of 1 reads each shard start to end
 process needs only the shards of the current block, so a cache of
 ``block_shards`` shards (per process reading a different block) suffices.
 
+When the engine asks for an epoch's order, the sampler tells its
+:class:`StreamingDataset` that it is the order being followed, so the dataset
+can prefetch the shards that order reaches next (see ``_prefetch``).
+
 The order of epoch ``e`` is a pure function of ``(seed, e)``, so an
 iterator's checkpoint holds the seed, the block size and a summary of the
 manifest; resuming against a manifest that changed is refused.
@@ -46,6 +50,8 @@ class ShardOrderSampler(OrderSampler):
             raise TypeError(f"dataset must be a StreamingDataset or a Manifest, got "
                             f"{type(dataset).__name__}")
         self.manifest = manifest
+        # The dataset's prefetch plan: told which sampler the engine follows.
+        self._plan = getattr(dataset, "prefetch_plan", None)
         self.block_shards = positive_int("block_shards", block_shards)
         self.seed = draw_seed() if seed is None else non_negative_int("seed", seed)
         self._starts = manifest.starts
@@ -60,6 +66,8 @@ class ShardOrderSampler(OrderSampler):
         if size != self._starts[-1]:
             raise ValueError(f"ShardOrderSampler was built for {self._starts[-1]} samples, "
                              f"but the dataset has {size}")
+        if self._plan is not None:
+            self._plan.follow(self)  # the engine plans with this sampler (or this copy)
         rng = np.random.default_rng(np.random.SeedSequence([self.seed, ORDER_STREAM, epoch]))
         shards = rng.permutation(len(self._starts) - 1)
         parts = []

@@ -174,9 +174,14 @@ def test_resume_with_the_shard_sampler_repeats_the_same_batches(tmp_path, stop):
     assert [[b["y"] for b in next(again)] for _ in range(10)] == expected
 
 
-def test_worker_processes_read_the_shards_as_the_main_process_does(tmp_path):
+@pytest.mark.parametrize("where", ["local", "http"])
+def test_worker_processes_read_the_shards_as_the_main_process_does(tmp_path, where,
+                                                                   http_server):
     write(tmp_path / "set", n=60, shard_size=700)
-    ds = StreamingDataset(tmp_path / "set", local=tmp_path / "cache")
+    if where == "http":  # fsspec's HTTP filesystem is not fork-safe: workers make their own
+        serve(http_server, tmp_path / "set")
+    remote = tmp_path / "set" if where == "local" else http_server.url("/set")
+    ds = StreamingDataset(remote, local=tmp_path / "cache")
     sampler = ShardOrderSampler(ds, block_shards=2, seed=3)
     serial = SerialIterator(ds, 8, order_sampler=sampler)
     expected = [[b["y"] for b in next(serial)] for _ in range(12)]
