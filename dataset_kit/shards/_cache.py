@@ -17,13 +17,16 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import hashlib
 import os
 from typing import Any
 
 from dataset_kit import _files
-from dataset_kit.download import _sha256_of
 from dataset_kit.shards import _download, _layout, _remote
 from dataset_kit.shards.manifest import Manifest
+
+
+_POLL = 0.002  # seconds between tries of a shard's lock held elsewhere
 
 
 class ShardIntegrityError(ValueError):
@@ -93,12 +96,19 @@ class ShardCache:
             Whether this call downloaded it.
         """
         path = self.path(shard)
-        if not os.path.exists(path):
-            with _files.lock_for(path):
-                if not os.path.exists(path):
-                    self._fetch(shard, keep)
-                    return True
-        return False
+        if os.path.exists(path):
+            return False
+        lock = _files.lock_for(path)
+        # Often another thread or process is finishing this very shard (a
+        # prefetch): poll its lock often, or the reader idles up to 50 ms a shard.
+        lock.acquire(poll_interval=_POLL)
+        try:
+            if os.path.exists(path):
+                return False
+            self._fetch(shard, keep)
+            return True
+        finally:
+            lock.release()
 
     def open(self, shard: int) -> _layout.ShardFile:
         """Return shard ``shard`` opened and marked in use, downloading it if needed.
@@ -156,12 +166,12 @@ class ShardCache:
                         if info.bytes and hasattr(os, "posix_fallocate"):
                             os.posix_fallocate(out.fileno(), 0, info.bytes)
                     fs, root = self.fs
+                    digest = hashlib.sha256()
                     _download.download(fs, f"{root}/{info.name}", url, info.bytes, out,
-                                       **self.options)
+                                       digest, **self.options)
                     out.truncate(info.bytes)
-                digest = _sha256_of(temp)
-                if digest != info.sha256:
-                    raise _Mismatch(digest)
+                if digest.hexdigest() != info.sha256:
+                    raise _Mismatch(digest.hexdigest())
         except CacheFullError:
             raise
         except OSError as error:

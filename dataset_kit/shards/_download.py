@@ -43,9 +43,9 @@ def _ranged_read(fs: Any, path: str, start: int, end: int, timeout: float) -> by
     return result["data"][:end - start]
 
 
-def download(fs: Any, path: str, url: str, size: int, out: BinaryIO, *, timeout: float,
-             retries: int, chunk_size: int) -> None:
-    """Write the ``size`` bytes of ``path`` into ``out``.
+def download(fs: Any, path: str, url: str, size: int, out: BinaryIO, digest: Any, *,
+             timeout: float, retries: int, chunk_size: int) -> None:
+    """Write the ``size`` bytes of ``path`` into ``out``, hashing them into ``digest``.
 
     Args:
         fs: the fsspec filesystem.
@@ -53,6 +53,8 @@ def download(fs: Any, path: str, url: str, size: int, out: BinaryIO, *, timeout:
         url: the shard's URL, for errors.
         size: its size in bytes (from the manifest).
         out: the file to write, positioned at 0.
+        digest: a :mod:`hashlib` object fed every byte written, in order (so
+            the file need not be read again to check it).
         timeout: seconds a range may take before the download is given up.
         retries: consecutive failed ranges tolerated (with backoff) before giving up.
         chunk_size: bytes per ranged read.
@@ -85,5 +87,6 @@ def download(fs: Any, path: str, url: str, size: int, out: BinaryIO, *, timeout:
             raise ShardDownloadError(f"shard {url} ended at byte {received}, but its manifest "
                                      f"says {size} bytes")
         out.write(data)
+        digest.update(data)
         received += len(data)
         failures = 0

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from dataset_kit.shards._cache import CacheFullError, ShardCache
+from dataset_kit.shards._cache import ShardCache
 
 
 class OrderPlan:
@@ -128,28 +128,42 @@ class Prefetcher:
 
     def _start(self) -> None:
         self._pid = os.getpid()
-        self._wanted: list[int] = []
-        self._keep: frozenset[str] = frozenset()
+        self._request: tuple | None = None
         self._wake = threading.Condition()
         threading.Thread(target=self._run, daemon=True, name="shard-prefetch").start()
 
-    def request(self, shards: list[int], keep: set[int]) -> None:
-        """Download ``shards`` (in order) without evicting any shard in ``keep``."""
+    def request(self, plan: OrderPlan, epoch: int, indices: np.ndarray, ahead: int,
+                keep: set[int]) -> None:
+        """Download the ``ahead`` shards ``plan`` reaches after ``indices`` of ``epoch``.
+
+        The plan is looked up on the prefetch thread, off the reader's path;
+        shards in ``keep`` (the batch's own) are never evicted to make room.
+        """
         if self._pid != os.getpid():
             self._start()  # first use, or a forked child (threads do not survive fork)
-        names = self._cache.manifest.shards
         with self._wake:
-            self._wanted = [s for s in shards if not os.path.exists(self._cache.path(s))]
-            self._keep = frozenset(names[s].name for s in keep | set(shards))
+            self._request = (plan, epoch, np.array(indices), ahead, keep)
             self._wake.notify()
 
     def _run(self) -> None:
+        names = self._cache.manifest.shards
+        wanted: list[int] = []
+        keep: frozenset[str] = frozenset()
         while True:
             with self._wake:
-                while not self._wanted:
+                while not wanted and self._request is None:
                     self._wake.wait()
-                shard, keep = self._wanted.pop(0), self._keep
-            with contextlib.suppress(CacheFullError, OSError, ValueError):
+                request, self._request = self._request, None
+            if request is not None:  # the reader moved on: plan again from there
+                plan, epoch, indices, ahead, batch = request
+                wanted = []
+                with contextlib.suppress(Exception):
+                    wanted = plan.next_shards(epoch, indices, ahead)
+                keep = frozenset(names[s].name for s in batch | set(wanted))
+                wanted = [s for s in wanted if not os.path.exists(self._cache.path(s))]
+                continue
+            shard = wanted.pop(0)
+            with contextlib.suppress(Exception):
                 # The reader meets any real failure again, and raises it there.
                 if self._cache.fetch(shard, keep=keep):
                     self.fetched += 1

@@ -94,6 +94,7 @@ class StreamingDataset(DatasetMixin):
         self._decode = {name: DECODE[enc] if decode_images or enc not in ("jpeg", "png")
                         else bytes for name, enc in self._columns}
         self._starts = self.manifest.starts.tolist()
+        self._starts_array = np.asarray(self.manifest.starts, dtype=np.int64)
         self._open_limit = positive_int("open_shards", open_shards)
         self._threads = positive_int("download_threads", download_threads)
         self._open: OrderedDict[int, _layout.ShardFile] = OrderedDict()
@@ -121,38 +122,48 @@ class StreamingDataset(DatasetMixin):
         return {name: self._decode[name](data) for (name, _), data in zip(self._columns, fields)}
 
     def get_examples(self, indices: np.ndarray) -> Sequence[Any]:
-        """Return the examples at ``indices``; the shards they need are downloaded in parallel."""
-        shards = [int(s) for s in np.unique(np.searchsorted(self._starts, indices,
-                                                            side="right") - 1)]
+        """Return the examples at ``indices``, a shard at a time.
+
+        The shards the batch needs are downloaded first (in parallel), then
+        the shards the planned order reaches next start downloading in the
+        background while this batch is read.
+        """
+        shard_of = np.searchsorted(self._starts_array, indices, side="right") - 1
+        shards = np.unique(shard_of).tolist()
         self._download(shards)
         self._prefetch_after(indices, shards)
-        return _example_context.map_examples(self.get_example, indices.tolist())
-
-    def _prefetch_after(self, indices: np.ndarray, shards: list[int]) -> None:
-        """Start downloading the shards the planned order reaches after this batch."""
-        context = _example_context.current()
-        ahead = self._ahead if self._fit is None else min(self._ahead, self._fit - len(shards))
-        if context is None or ahead <= 0 or not len(indices):
-            return  # not inside an iterator: no planned order to follow
-        epochs = context.epochs
-        if np.ndim(epochs) == 0:
-            epoch = int(epochs)
-        else:  # a batch that crosses into the next epoch: plan from its last part
-            epoch = int(epochs[-1])
-            indices = indices[np.asarray(epochs) == epoch]
-        wanted = self.prefetch_plan.next_shards(epoch, indices, ahead)
-        if wanted:
-            self._prefetcher.request(wanted, set(shards))
+        if type(self).get_example is not StreamingDataset.get_example:
+            # A subclass decides what one example is: ask it for each.
+            return _example_context.map_examples(self.get_example, indices.tolist())
+        offsets = indices - self._starts_array[shard_of]
+        out: list[Any] = [None] * len(indices)
+        names = [name for name, _ in self._columns]
+        decoders = [self._decode[name] for name in names]
+        for shard in shards:
+            where = np.flatnonzero(shard_of == shard)
+            columns = self._shard(shard).columns_of(offsets[where])
+            values = [list(map(decode, column)) for decode, column in zip(decoders, columns)]
+            for k, row in zip(where.tolist(), zip(*values)):
+                out[k] = dict(zip(names, row))
+        return out
 
     def _download(self, shards: list[int]) -> None:
-        """Fetch the missing ``shards`` on up to ``download_threads`` threads, if they fit."""
+        """Fetch the missing ``shards``, on up to ``download_threads`` threads, if they fit.
+
+        When they do not fit the cache together they are left to the reads,
+        one at a time, so eviction can follow the reads.
+        """
         missing = [s for s in shards if not os.path.exists(self._cache.path(s))]
-        if len(missing) < 2 or self._threads < 2:
-            return  # get_example fetches a single shard itself
+        if not missing:
+            return
         need = sum(self.manifest.shards[s].bytes for s in missing)
         limit = self._cache.cache_limit
         if limit is not None and self._cache.usage() + need > limit:
-            return  # one at a time, so eviction can follow the reads
+            return
+        if len(missing) == 1 or self._threads < 2:
+            for shard in missing:
+                self._cache.fetch(shard)
+            return
         errors: list[BaseException] = []
 
         def work(part: list[int]) -> None:
@@ -171,6 +182,20 @@ class StreamingDataset(DatasetMixin):
             thread.join()  # each ranged read has its own timeout: this cannot hang
         if errors:
             raise errors[0]
+
+    def _prefetch_after(self, indices: np.ndarray, shards: list[int]) -> None:
+        """Have the shards the planned order reaches after this batch downloaded."""
+        context = _example_context.current()
+        ahead = self._ahead if self._fit is None else min(self._ahead, self._fit - len(shards))
+        if context is None or ahead <= 0 or not len(indices):
+            return  # not inside an iterator: no planned order to follow
+        epochs = context.epochs
+        if np.ndim(epochs) == 0:
+            epoch = int(epochs)
+        else:  # a batch that crosses into the next epoch: plan from its last part
+            epoch = int(epochs[-1])
+            indices = indices[np.asarray(epochs) == epoch]
+        self._prefetcher.request(self.prefetch_plan, epoch, indices, ahead, set(shards))
 
     def _shard(self, shard: int) -> _layout.ShardFile:
         if self._pid != os.getpid():
