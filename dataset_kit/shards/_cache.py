@@ -23,7 +23,7 @@ from typing import Any
 
 from dataset_kit import _files
 from dataset_kit.shards import _download, _layout, _remote
-from dataset_kit.shards.manifest import Manifest
+from dataset_kit.shards.manifest import Manifest, ShardInfo
 
 
 _POLL = 0.002  # seconds between tries of a shard's lock held elsewhere
@@ -62,7 +62,7 @@ class ShardCache:
         self._fs: tuple[int, Any, str] | None = None
         self.manifest, self.cache_limit = manifest, cache_limit
         self.options = {"timeout": timeout, "retries": retries, "chunk_size": chunk_size}
-        self.names = {s.name for s in manifest.shards}
+        self.names = {cached_name(s) for s in manifest.shards}
         os.makedirs(directory, exist_ok=True)
 
     @property
@@ -82,7 +82,7 @@ class ShardCache:
 
     def path(self, shard: int) -> str:
         """The local path of shard number ``shard``."""
-        return os.path.join(self.directory, self.manifest.shards[shard].name)
+        return os.path.join(self.directory, cached_name(self.manifest.shards[shard]))
 
     def fetch(self, shard: int, keep: frozenset[str] = frozenset()) -> bool:
         """Make sure shard ``shard`` is in the cache (downloading it once per node).
@@ -221,6 +221,15 @@ class ShardCache:
                 if base in self.names:
                     _files.remove_stale_parts(os.path.join(self.directory, base),
                                               under_lock=False)
+
+
+def cached_name(info: ShardInfo) -> str:
+    """The cache's file name of a shard: its name, prefixed by its sha256.
+
+    A shard rewritten at the same URL (a dataset written again with
+    ``overwrite=True``) then never matches what an older manifest cached.
+    """
+    return f"{info.sha256[:16]}.{info.name}"
 
 
 def _evict(path: str) -> int:

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from dataset_kit.shards._cache import ShardCache
+from dataset_kit.shards._cache import ShardCache, cached_name
 
 
 class OrderPlan:
@@ -159,7 +159,7 @@ class Prefetcher:
                 wanted = []
                 with contextlib.suppress(Exception):
                     wanted = plan.next_shards(epoch, indices, ahead)
-                keep = frozenset(names[s].name for s in batch | set(wanted))
+                keep = frozenset(cached_name(names[s]) for s in batch | set(wanted))
                 wanted = [s for s in wanted if not os.path.exists(self._cache.path(s))]
                 continue
             shard = wanted.pop(0)

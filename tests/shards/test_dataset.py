@@ -9,6 +9,7 @@ from dataset_kit.iterators import MultiprocessIterator, SerialIterator
 from dataset_kit.shards import (CacheFullError, ShardDownloadError, ShardIntegrityError,
                                 ShardOrderSampler, ShardTimeoutError, ShardWriter,
                                 StreamingDataset)
+from dataset_kit.shards._cache import cached_name
 from tests.http_server import Route
 from tests.shards.conftest import check, small_tmpfs, write
 
@@ -113,7 +114,8 @@ def test_least_recently_used_shards_are_evicted_within_the_limit(tmp_path):
         assert ds.cache_usage() <= limit
     last = ds.locate(99)[0]
     cached = sorted(n for n in os.listdir(tmp_path / "cache") if n.endswith(".dks"))
-    assert manifest.shards[last].name in cached and manifest.shards[0].name not in cached
+    assert cached_name(manifest.shards[last]) in cached
+    assert cached_name(manifest.shards[0]) not in cached
 
 
 def test_a_shard_in_use_is_never_evicted(tmp_path):
@@ -124,7 +126,7 @@ def test_a_shard_in_use_is_never_evicted(tmp_path):
     other = StreamingDataset(tmp_path / "set", local=tmp_path / "cache", cache_limit=limit)
     with pytest.raises(CacheFullError, match=r"cannot hold shard shard\.00001\.dks"):
         other[ds_index_of_shard(other, 1)]
-    assert (tmp_path / "cache" / manifest.shards[0].name).exists()
+    assert (tmp_path / "cache" / cached_name(manifest.shards[0])).exists()
     check(holder[1], 1)
     holder.close()
     check(other[ds_index_of_shard(other, 1)], ds_index_of_shard(other, 1))
@@ -247,9 +249,23 @@ def test_a_killed_download_does_not_count_against_the_limit(tmp_path):
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     # What a download killed mid-way leaves: its staging folder, named with its pid.
-    staging = tmp_path / "cache" / f".{manifest.shards[3].name}.{dead.pid}-00000000.part"
+    name = cached_name(manifest.shards[3])
+    staging = tmp_path / "cache" / f".{name}.{dead.pid}-00000000.part"
     staging.mkdir(parents=True)
-    (staging / manifest.shards[3].name).write_bytes(b"\0" * limit)
+    (staging / name).write_bytes(b"\0" * limit)
     ds = StreamingDataset(tmp_path / "set", local=tmp_path / "cache", cache_limit=limit)
     check(ds[0], 0)
     assert not staging.exists()
+
+
+def test_a_dataset_written_again_at_the_same_url_is_never_read_from_the_old_cache(tmp_path):
+    write(tmp_path / "set", n=30, shard_size=700)
+    old = StreamingDataset(tmp_path / "set", local=tmp_path / "cache")
+    check(old[0], 0)
+    old.close()
+    with ShardWriter(tmp_path / "set", {"x": "ndarray", "y": "int", "name": "str"},
+                     shard_size=700, overwrite=True) as w:
+        for i in range(30):  # the same layout, other values
+            w.write({"x": np.zeros((4, 3), np.float32), "y": 100 + i, "name": f"new-{i}"})
+    new = StreamingDataset(tmp_path / "set", local=tmp_path / "cache")
+    assert new[0]["y"] == 100 and new[0]["name"] == "new-0"
