@@ -161,10 +161,12 @@ class ShardCache:
         try:
             with _files.atomic_write(path) as temp:
                 with open(temp, "wb") as out:
-                    with _files.lock_for(os.path.join(self.directory, ".room")):
-                        self._make_room(info.bytes, info.name, keep)
-                        if info.bytes and hasattr(os, "posix_fallocate"):
-                            os.posix_fallocate(out.fileno(), 0, info.bytes)
+                    if self.cache_limit is None:
+                        self._reserve(out, info.bytes)
+                    else:
+                        with _files.lock_for(os.path.join(self.directory, ".room")):
+                            self._make_room(info.bytes, info.name, keep)
+                            self._reserve(out, info.bytes)
                     fs, root = self.fs
                     digest = hashlib.sha256()
                     _download.download(fs, f"{root}/{info.name}", url, info.bytes, out,
@@ -181,6 +183,12 @@ class ShardCache:
                     f"{info.name} ({info.bytes} bytes); nothing of it was kept") from None
             raise
 
+    @staticmethod
+    def _reserve(out: Any, size: int) -> None:
+        """Take the shard's bytes on disk now: a full disk fails before any transfer."""
+        if size and hasattr(os, "posix_fallocate"):
+            os.posix_fallocate(out.fileno(), 0, size)
+
     def usage(self) -> int:
         """Bytes in the cache folder, downloads in progress included."""
         total = 0
@@ -192,8 +200,6 @@ class ShardCache:
 
     def _make_room(self, need: int, name: str, keep: frozenset[str]) -> None:
         """Evict least-recently-used shards not in use nor in ``keep`` until ``need`` more fit."""
-        if self.cache_limit is None:
-            return
         self._remove_dead_downloads()
         usage = self.usage()
         if usage + need <= self.cache_limit:

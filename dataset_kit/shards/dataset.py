@@ -44,7 +44,9 @@ class StreamingDataset(DatasetMixin):
             :class:`ShardTimeoutError`.
         retries: consecutive failed ranged reads retried (resuming at the
             byte reached) before :class:`ShardDownloadError`.
-        chunk_size: bytes per ranged read.
+        chunk_size: bytes per ranged read (the next one is asked for while the
+            last is written and hashed); raise it for stores with a high
+            latency per request.
         open_shards: shards this process keeps open between calls.
         download_threads: shards of one batch downloaded at once (when they
             all fit the cache).
@@ -62,7 +64,7 @@ class StreamingDataset(DatasetMixin):
 
     def __init__(self, remote: str | os.PathLike, local: str | os.PathLike | None = None,
                  cache_limit: int | None = None, storage_options: dict | None = None, *,
-                 timeout: float = 60.0, retries: int = 5, chunk_size: int = 8 << 20,
+                 timeout: float = 60.0, retries: int = 5, chunk_size: int = 2 << 20,
                  open_shards: int = 2, download_threads: int = 4, prefetch_shards: int = 2,
                  decode_images: bool = True) -> None:
         remote = os.fspath(remote)
@@ -107,6 +109,7 @@ class StreamingDataset(DatasetMixin):
         else:
             self._fit = None
         self._prefetcher = Prefetcher(self._cache)
+        self._last_prefetch: tuple | None = None
 
     def __len__(self) -> int:
         return self._starts[-1]
@@ -195,7 +198,12 @@ class StreamingDataset(DatasetMixin):
         else:  # a batch that crosses into the next epoch: plan from its last part
             epoch = int(epochs[-1])
             indices = indices[np.asarray(epochs) == epoch]
-        self._prefetcher.request(self.prefetch_plan, epoch, indices, ahead, set(shards))
+        # The shards the order reaches next change only when a batch reaches
+        # a shard the one before did not touch: wake the prefetch thread then.
+        key = (epoch, tuple(shards))
+        if key != self._last_prefetch:
+            self._last_prefetch = key
+            self._prefetcher.request(self.prefetch_plan, epoch, indices, ahead, set(shards))
 
     def _shard(self, shard: int) -> _layout.ShardFile:
         if self._pid != os.getpid():
