@@ -2,7 +2,8 @@
 
 * A shard is downloaded under its own lock (:func:`dataset_kit._files.lock_for`),
   into a temporary file that is published with an atomic rename after its
-  sha256 matched the manifest: a cached shard is always whole and verified.
+  sha256 matched the manifest: a cached shard is always whole and verified
+  (after an operating-system crash, checked again: see ``_reboot``).
 * Room is made under one cache-wide lock: least-recently-used shards (by
   modification time, touched on every open) are deleted until the new shard
   fits ``cache_limit``; the new shard's bytes are then reserved on disk
@@ -22,7 +23,7 @@ import os
 from typing import Any
 
 from dataset_kit import _files
-from dataset_kit.shards import _download, _layout, _remote
+from dataset_kit.shards import _download, _layout, _reboot, _remote
 from dataset_kit.shards.manifest import Manifest, ShardInfo
 
 
@@ -64,6 +65,10 @@ class ShardCache:
         self.options = {"timeout": timeout, "retries": retries, "chunk_size": chunk_size}
         self.names = {cached_name(s) for s in manifest.shards}
         os.makedirs(directory, exist_ok=True)
+        # Shards are published without fsync where a reboot can be told (see _reboot).
+        self._durable = _reboot.boot_id() is None
+        with _files.lock_for(os.path.join(directory, ".room")):
+            _reboot.check_after_reboot(directory)
 
     @property
     def fs(self) -> tuple[Any, str]:
@@ -159,7 +164,7 @@ class ShardCache:
                            keep: frozenset[str]) -> None:
         info = self.manifest.shards[shard]
         try:
-            with _files.atomic_write(path) as temp:
+            with _reboot.publish(path, self._durable) as temp:
                 with open(temp, "wb") as out:
                     if self.cache_limit is None:
                         self._reserve(out, info.bytes)
@@ -194,6 +199,8 @@ class ShardCache:
         total = 0
         for base, _, files in os.walk(self.directory):
             for name in files:
+                if name == _reboot.MARKER and base == self.directory:
+                    continue  # a few bytes of bookkeeping, not a shard
                 with contextlib.suppress(FileNotFoundError):
                     total += os.stat(os.path.join(base, name)).st_size
         return total
@@ -235,7 +242,7 @@ def cached_name(info: ShardInfo) -> str:
     A shard rewritten at the same URL (a dataset written again with
     ``overwrite=True``) then never matches what an older manifest cached.
     """
-    return f"{info.sha256[:16]}.{info.name}"
+    return _reboot.cached_name(info.sha256, info.name)
 
 
 def _evict(path: str) -> int:

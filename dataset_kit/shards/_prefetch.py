@@ -109,8 +109,11 @@ class OrderPlan:
         self._epochs, self._lock = collections.OrderedDict(), threading.Lock()
 
 
+_THREADS = 2  # shards downloaded at once: the per-shard work overlaps the next transfer
+
+
 class Prefetcher:
-    """One daemon thread per process that downloads shards into ``cache`` ahead of use.
+    """Daemon threads (per process) that download shards into ``cache`` ahead of use.
 
     A newer request replaces the shards not yet started (the reader moved
     on). A prefetch never evicts the shards it was told to keep, nor one in
@@ -129,44 +132,57 @@ class Prefetcher:
     def _start(self) -> None:
         self._pid = os.getpid()
         self._request: tuple | None = None
+        self._asked = self._planned = 0  # numbers of the last request made and planned
+        self._wanted: list[int] = []
+        self._keep: frozenset[str] = frozenset()
         self._wake = threading.Condition()
-        threading.Thread(target=self._run, daemon=True, name="shard-prefetch").start()
+        for _ in range(_THREADS):
+            threading.Thread(target=self._run, daemon=True, name="shard-prefetch").start()
 
     def request(self, plan: OrderPlan, epoch: int, indices: np.ndarray, ahead: int,
                 keep: set[int]) -> None:
         """Download the ``ahead`` shards ``plan`` reaches after ``indices`` of ``epoch``.
 
-        The plan is looked up on the prefetch thread, off the reader's path;
+        The plan is looked up on a prefetch thread, off the reader's path;
         shards in ``keep`` (the batch's own) are never evicted to make room.
         """
         if self._pid != os.getpid():
             self._start()  # first use, or a forked child (threads do not survive fork)
         with self._wake:
-            self._request = (plan, epoch, np.array(indices), ahead, keep)
+            self._asked += 1
+            self._request = (self._asked, plan, epoch, np.array(indices), ahead, keep)
             self._wake.notify()
 
     def _run(self) -> None:
-        names = self._cache.manifest.shards
-        wanted: list[int] = []
-        keep: frozenset[str] = frozenset()
         while True:
             with self._wake:
-                while not wanted and self._request is None:
+                while not self._wanted and self._request is None:
                     self._wake.wait()
                 request, self._request = self._request, None
-            if request is not None:  # the reader moved on: plan again from there
-                plan, epoch, indices, ahead, batch = request
-                wanted = []
-                with contextlib.suppress(Exception):
-                    wanted = plan.next_shards(epoch, indices, ahead)
-                keep = frozenset(cached_name(names[s]) for s in batch | set(wanted))
-                wanted = [s for s in wanted if not os.path.exists(self._cache.path(s))]
+                if request is None:
+                    shard, keep = self._wanted.pop(0), self._keep
+            if request is not None:
+                self._plan(*request)
                 continue
-            shard = wanted.pop(0)
             with contextlib.suppress(Exception):
                 # The reader meets any real failure again, and raises it there.
                 if self._cache.fetch(shard, keep=keep):
                     self.fetched += 1
+
+    def _plan(self, number: int, plan: OrderPlan, epoch: int, indices: np.ndarray, ahead: int,
+              batch: set[int]) -> None:
+        """Replace the shards to download by those the reader needs next."""
+        wanted: list[int] = []
+        with contextlib.suppress(Exception):
+            wanted = plan.next_shards(epoch, indices, ahead)
+        names = self._cache.manifest.shards
+        keep = frozenset(cached_name(names[s]) for s in batch | set(wanted))
+        wanted = [s for s in wanted if not os.path.exists(self._cache.path(s))]
+        with self._wake:
+            if number > self._planned:  # a later request may have been planned already
+                self._planned = number
+                self._wanted, self._keep = wanted, keep
+                self._wake.notify_all()
 
     def __getstate__(self) -> dict:
         return {"_cache": self._cache, "_pid": -1, "fetched": 0}
