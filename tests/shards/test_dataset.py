@@ -296,3 +296,36 @@ def test_after_a_reboot_a_cached_shard_that_lost_its_data_is_fetched_again(tmp_p
     assert not damaged.exists() and kept.stat().st_ino == kept_inode
     check(again[0], 0)
     assert (tmp_path / "cache" / ".boot").read_text() == _reboot.boot_id()
+
+
+def test_sigkill_mid_download_leaves_nothing_that_looks_cached(tmp_path, http_server):
+    import signal
+    import subprocess
+    import sys
+
+    with ShardWriter(tmp_path / "set", {"x": "bytes"}, shard_size=1 << 20) as w:
+        w.write({"x": os.urandom(1 << 20)})
+    serve(http_server, tmp_path / "set", delay=0.2)  # ~3 s for the shard
+    cache = tmp_path / "cache"
+    script = (f"from dataset_kit.shards import StreamingDataset\n"
+              f"StreamingDataset({http_server.url('/set')!r}, local={str(cache)!r}, "
+              f"chunk_size=1 << 16)[0]\n")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    proc = subprocess.Popen([sys.executable, "-c", script], env={**os.environ,
+                                                                  "PYTHONPATH": root})
+    try:
+        deadline = time.monotonic() + 60
+        while not any(n.endswith(".part") for n in (os.listdir(cache) if cache.exists()
+                                                     else [])):
+            assert proc.poll() is None, "the reader exited before downloading"
+            assert time.monotonic() < deadline, "no download started within 60 s"
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert [n for n in os.listdir(cache) if n.endswith(".dks")] == []
+    ds = StreamingDataset(http_server.url("/set"), local=cache, cache_limit=2 << 20)
+    assert ds[0]["x"] == (tmp_path / "set").joinpath("shard.00000.dks").read_bytes()[-(1 << 20):]
+    assert not any(n.endswith(".part") for n in os.listdir(cache))
