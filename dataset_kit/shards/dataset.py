@@ -64,7 +64,7 @@ class StreamingDataset(DatasetMixin):
 
     def __init__(self, remote: str | os.PathLike, local: str | os.PathLike | None = None,
                  cache_limit: int | None = None, storage_options: dict | None = None, *,
-                 timeout: float = 60.0, retries: int = 5, chunk_size: int = 2 << 20,
+                 timeout: float = 60.0, retries: int = 5, chunk_size: int = 8 << 20,
                  open_shards: int = 2, download_threads: int = 4, prefetch_shards: int = 2,
                  decode_images: bool = True) -> None:
         remote = os.fspath(remote)
