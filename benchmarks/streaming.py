@@ -287,7 +287,6 @@ def main() -> None:
         return
     import boto3
     import fsspec
-    from streaming import MDSWriter
 
     os.environ.update(AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench",
                       AWS_DEFAULT_REGION="us-east-1")

@@ -26,7 +26,6 @@ from dataset_kit import _files
 from dataset_kit.shards import _download, _layout, _reboot, _remote
 from dataset_kit.shards.manifest import Manifest, ShardInfo
 
-
 _POLL = 0.002  # seconds between tries of a shard's lock held elsewhere
 
 

@@ -10,7 +10,6 @@ file. What every rank saw is gathered to rank 0, which writes it as JSON to OUT
 from __future__ import annotations
 
 import json
-import os
 import sys
 import traceback
 from datetime import timedelta
