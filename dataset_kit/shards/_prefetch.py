@@ -1,14 +1,17 @@
 """Prefetching the shards the planned order needs next, in the background.
 
 The engine owns the order; a :class:`~dataset_kit.shards.ShardOrderSampler`
-computes it, as a pure function of ``(seed, epoch)``. Whenever the engine asks
-it for an epoch's order, the sampler records itself on its dataset's
-:class:`OrderPlan`. When the dataset then builds a batch (in the main process
-or a worker), it knows the batch's epoch (from the iterator's batch context)
-and its indices, so it can look up where the batch sits in that order and
-which shards the order reaches next. A :class:`Prefetcher` thread downloads
-those into the shared cache, a few shards ahead, under the same per-shard lock
-as every other download: processes never download a shard twice.
+computes it, as a pure function of ``(seed, epoch)``: blocks of shards in a
+random order, every sample of a block before any of the next. Whenever the
+engine asks it for an epoch's order, the sampler records itself on its
+dataset's :class:`OrderPlan`. When the dataset then builds a batch (in the
+main process or a worker), it knows the batch's epoch (from the iterator's
+batch context) and its shards, hence its block, hence which shards come next:
+the rest of the block, then the next blocks. That needs the shard permutation
+only (a few integers per shard), never the sample order. :class:`Prefetcher`
+threads download those into the shared cache, a few shards ahead, under the
+same per-shard lock as every other download: processes never download a shard
+twice.
 
 The plan is shared, never copied: the engine deep-copies a sampler when it
 loads a state into it, and that copy must still tell the dataset which order
@@ -24,21 +27,14 @@ import os
 import threading
 from typing import Any
 
-import numpy as np
-
 from dataset_kit.shards._cache import ShardCache, cached_name
 
 
 class OrderPlan:
-    """Which order sampler the engine follows, and its orders as shard sequences.
+    """Which order sampler the engine follows, and the shard blocks of its epochs."""
 
-    Args:
-        starts: the first global index of each shard, then the total.
-    """
-
-    def __init__(self, starts: np.ndarray) -> None:
+    def __init__(self) -> None:
         self.sampler: Any = None
-        self._starts = np.asarray(starts)
         self._epochs: collections.OrderedDict[tuple[int, int], tuple] = collections.OrderedDict()
         self._lock = threading.Lock()
 
@@ -50,50 +46,46 @@ class OrderPlan:
                 self._epochs.clear()
 
     def _epoch(self, epoch: int) -> tuple | None:
-        """``(position of each index, shards by first use, their first positions)``."""
+        """``(blocks of shards in reading order, block of each shard)`` of ``epoch``."""
         sampler = self.sampler
         if sampler is None:
             return None
         key = (id(sampler), epoch)
         with self._lock:
             found = self._epochs.get(key)
-        if found is not None:
-            return found
-        order = sampler.epoch_order(epoch, int(self._starts[-1]))
-        position = np.empty(len(order), dtype=np.int64)
-        position[order] = np.arange(len(order))
-        shards = np.searchsorted(self._starts, order, side="right") - 1
-        seen, first = np.unique(shards, return_index=True)
-        by_use = np.argsort(first)
-        found = (position, seen[by_use], first[by_use])
-        with self._lock:
-            self._epochs[key] = found
-            while len(self._epochs) > 2:
-                self._epochs.popitem(last=False)
+        if found is None:
+            blocks = sampler.blocks(epoch)
+            block_of = {int(s): k for k, block in enumerate(blocks) for s in block}
+            found = ([block.tolist() for block in blocks], block_of)
+            with self._lock:
+                self._epochs[key] = found
+                while len(self._epochs) > 2:
+                    self._epochs.popitem(last=False)
         return found
 
-    def next_shards(self, epoch: int, indices: np.ndarray, ahead: int) -> list[int]:
-        """Return up to ``ahead`` shards the order first reaches after ``indices``.
-
-        Args:
-            epoch: the epoch the batch belongs to.
-            indices: the batch's global indices (of that epoch's order).
-            ahead: how many shards to return at most.
+    def upcoming(self, epoch: int, shards: set[int]) -> tuple[list[int], set[int]]:
+        """Return the shards a reader of ``shards`` (of ``epoch``) needs from now on.
 
         Returns:
-            Shard numbers, soonest first; empty when no sampler is followed.
+            ``(upcoming, block)``: the shards of the current block that the
+            batch does not touch, then those of the following blocks (into
+            the next epoch), soonest first; and the current block's shards,
+            which the reader needs until the block ends. Both empty when no
+            sampler is followed.
         """
-        out: list[int] = []
         planned = self._epoch(epoch)
-        if planned is None or ahead <= 0 or not len(indices):
-            return out
-        position, shards, first = planned
-        reached = int(position[indices].max())
-        out += shards[np.searchsorted(first, reached, side="right"):][:ahead].tolist()
-        if len(out) < ahead:  # the next epoch begins
-            following = self._epoch(epoch + 1)
-            out += [s for s in following[1][:ahead] if s not in out][:ahead - len(out)]
-        return out
+        if planned is None or not shards:
+            return [], set()
+        blocks, block_of = planned
+        current = max(block_of[s] for s in shards)
+        block = set(blocks[current])
+        out = [s for s in blocks[current] if s not in shards]
+        for later in blocks[current + 1:]:
+            out += later
+        following = self._epoch(epoch + 1)
+        for later in following[0] if following is not None else []:
+            out += later
+        return out, block
 
     def __copy__(self) -> OrderPlan:
         return self  # shared by the dataset, the sampler and the engine's copies of it
@@ -102,14 +94,13 @@ class OrderPlan:
         return self
 
     def __getstate__(self) -> dict:
-        return {"sampler": self.sampler, "_starts": self._starts}
+        return {"sampler": self.sampler}
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self._epochs, self._lock = collections.OrderedDict(), threading.Lock()
 
 
-_THREADS = 2  # shards downloaded at once: the per-shard work overlaps the next transfer
 
 
 class Prefetcher:
@@ -136,21 +127,26 @@ class Prefetcher:
         self._wanted: list[int] = []
         self._keep: frozenset[str] = frozenset()
         self._wake = threading.Condition()
-        for _ in range(_THREADS):
+        # Two downloads at once overlap one's hashing with the other's transfer;
+        # with a cache_limit one, so that a download of a stale plan (reserved,
+        # not yet evictable) never leaves the current plan without room.
+        for _ in range(1 if self._cache.cache_limit is not None else 2):
             threading.Thread(target=self._run, daemon=True, name="shard-prefetch").start()
 
-    def request(self, plan: OrderPlan, epoch: int, indices: np.ndarray, ahead: int,
-                keep: set[int]) -> None:
-        """Download the ``ahead`` shards ``plan`` reaches after ``indices`` of ``epoch``.
+    def request(self, plan: OrderPlan, epoch: int, shards: set[int], batch: set[int],
+                ahead: int, fit: int | None) -> None:
+        """Download the ``ahead`` shards ``plan`` needs next after ``shards`` of ``epoch``.
 
-        The plan is looked up on a prefetch thread, off the reader's path;
-        shards in ``keep`` (the batch's own) are never evicted to make room.
+        The plan is looked up on a prefetch thread, off the reader's path. The
+        current block's shards and the batch's are never evicted to make
+        room, and with ``fit`` (shards the cache holds) no more are fetched
+        than fit beside them.
         """
         if self._pid != os.getpid():
             self._start()  # first use, or a forked child (threads do not survive fork)
         with self._wake:
             self._asked += 1
-            self._request = (self._asked, plan, epoch, np.array(indices), ahead, keep)
+            self._request = (self._asked, plan, epoch, set(shards), set(batch), ahead, fit)
             self._wake.notify()
 
     def _run(self) -> None:
@@ -169,19 +165,22 @@ class Prefetcher:
                 if self._cache.fetch(shard, keep=keep):
                     self.fetched += 1
 
-    def _plan(self, number: int, plan: OrderPlan, epoch: int, indices: np.ndarray, ahead: int,
-              batch: set[int]) -> None:
+    def _plan(self, number: int, plan: OrderPlan, epoch: int, shards: set[int],
+              batch: set[int], ahead: int, fit: int | None) -> None:
         """Replace the shards to download by those the reader needs next."""
-        wanted: list[int] = []
+        upcoming, block = [], set()
         with contextlib.suppress(Exception):
-            wanted = plan.next_shards(epoch, indices, ahead)
+            upcoming, block = plan.upcoming(epoch, shards)
+        keep = block | batch  # the batch may reach into the epoch before
+        if fit is not None:
+            ahead = min(ahead, fit - len(keep))
+        wanted = [s for s in upcoming if not os.path.exists(self._cache.path(s))][:max(ahead, 0)]
         names = self._cache.manifest.shards
-        keep = frozenset(cached_name(names[s]) for s in batch | set(wanted))
-        wanted = [s for s in wanted if not os.path.exists(self._cache.path(s))]
+        names_kept = frozenset(cached_name(names[s]) for s in keep | set(wanted))
         with self._wake:
             if number > self._planned:  # a later request may have been planned already
                 self._planned = number
-                self._wanted, self._keep = wanted, keep
+                self._wanted, self._keep = wanted, names_kept
                 self._wake.notify_all()
 
     def __getstate__(self) -> dict:

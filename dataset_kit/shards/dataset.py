@@ -102,7 +102,7 @@ class StreamingDataset(DatasetMixin):
         self._open: OrderedDict[int, _layout.ShardFile] = OrderedDict()
         self._pid = os.getpid()
         #: The order a ShardOrderSampler in use plans (it records itself here).
-        self.prefetch_plan = OrderPlan(self.manifest.starts)
+        self.prefetch_plan = OrderPlan()
         self._ahead = non_negative_int("prefetch_shards", prefetch_shards)
         if cache_limit is not None:
             self._fit = cache_limit // max(s.bytes for s in self.manifest.shards)
@@ -187,23 +187,25 @@ class StreamingDataset(DatasetMixin):
             raise errors[0]
 
     def _prefetch_after(self, indices: np.ndarray, shards: list[int]) -> None:
-        """Have the shards the planned order reaches after this batch downloaded."""
+        """Have the shards the planned order needs after this batch downloaded."""
         context = _example_context.current()
-        ahead = self._ahead if self._fit is None else min(self._ahead, self._fit - len(shards))
-        if context is None or ahead <= 0 or not len(indices):
+        if context is None or not self._ahead or not shards:
             return  # not inside an iterator: no planned order to follow
-        epochs = context.epochs
+        epochs, batch = context.epochs, shards
         if np.ndim(epochs) == 0:
             epoch = int(epochs)
         else:  # a batch that crosses into the next epoch: plan from its last part
             epoch = int(epochs[-1])
-            indices = indices[np.asarray(epochs) == epoch]
-        # The shards the order reaches next change only when a batch reaches
-        # a shard the one before did not touch: wake the prefetch thread then.
+            tail = indices[np.asarray(epochs) == epoch]
+            shards = np.unique(np.searchsorted(self._starts_array, tail, side="right")
+                               - 1).tolist()
+        # The shards needed next change only when a batch reaches a shard the
+        # one before did not touch: wake the prefetch threads then.
         key = (epoch, tuple(shards))
         if key != self._last_prefetch:
             self._last_prefetch = key
-            self._prefetcher.request(self.prefetch_plan, epoch, indices, ahead, set(shards))
+            self._prefetcher.request(self.prefetch_plan, epoch, set(shards), set(batch),
+                                     self._ahead, self._fit)
 
     def _shard(self, shard: int) -> _layout.ShardFile:
         if self._pid != os.getpid():

@@ -68,14 +68,25 @@ class ShardOrderSampler(OrderSampler):
                              f"but the dataset has {size}")
         if self._plan is not None:
             self._plan.follow(self)  # the engine plans with this sampler (or this copy)
+        rng, blocks = self._blocks(epoch)
+        return np.concatenate([rng.permutation(np.concatenate(
+            [np.arange(self._starts[s], self._starts[s + 1]) for s in block]))
+            for block in blocks])
+
+    def blocks(self, epoch: int) -> list[np.ndarray]:
+        """Return the shards of each block of epoch ``epoch``, blocks in reading order.
+
+        Every sample of a block comes before any sample of the next one, so
+        this is what a reader needs next, at the cost of one shard permutation
+        (no sample order).
+        """
+        return self._blocks(epoch)[1]
+
+    def _blocks(self, epoch: int) -> tuple[np.random.Generator, list[np.ndarray]]:
         rng = np.random.default_rng(np.random.SeedSequence([self.seed, ORDER_STREAM, epoch]))
         shards = rng.permutation(len(self._starts) - 1)
-        parts = []
-        for first in range(0, len(shards), self.block_shards):
-            block = np.concatenate([np.arange(self._starts[s], self._starts[s + 1])
-                                    for s in shards[first:first + self.block_shards]])
-            parts.append(rng.permutation(block))
-        return np.concatenate(parts)
+        return rng, [shards[first:first + self.block_shards]
+                     for first in range(0, len(shards), self.block_shards)]
 
     def shards_of(self, order: np.ndarray) -> np.ndarray:
         """Return the shard number of each index of ``order`` (to plan prefetching)."""

@@ -57,7 +57,7 @@ def remote(request, tmp_path):
 def test_the_shards_needed_next_are_cached_before_they_are_read(tmp_path, remote):
     url, options = remote
     probe = StreamingDataset(url, local=tmp_path / "probe", storage_options=options)
-    limit = 3 * max(s.bytes for s in probe.manifest.shards)
+    limit = 4 * max(s.bytes for s in probe.manifest.shards)
     ds = StreamingDataset(url, local=tmp_path / "cache", storage_options=options,
                           cache_limit=limit, open_shards=1, prefetch_shards=2)
     sampler = ShardOrderSampler(ds, block_shards=1, seed=7)
