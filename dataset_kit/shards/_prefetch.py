@@ -101,8 +101,6 @@ class OrderPlan:
         self._epochs, self._lock = collections.OrderedDict(), threading.Lock()
 
 
-
-
 class Prefetcher:
     """Daemon threads (per process) that download shards into ``cache`` ahead of use.
 
@@ -172,11 +170,20 @@ class Prefetcher:
         with contextlib.suppress(Exception):
             upcoming, block = plan.upcoming(epoch, shards)
         keep = block | batch  # the batch may reach into the epoch before
-        if fit is not None:
-            ahead = min(ahead, fit - len(keep))
-        wanted = [s for s in upcoming if not os.path.exists(self._cache.path(s))][:max(ahead, 0)]
+        room = len(upcoming) if fit is None else fit - len(keep)
+        # The window: the upcoming shards up to the last one to download, all
+        # kept (cached ones too), never more than fit beside the block's.
+        window: list[int] = []
+        wanted: list[int] = []
+        for shard in upcoming:
+            if len(wanted) >= ahead or len(window) >= room:
+                break
+            if shard not in keep and shard not in window:
+                window.append(shard)
+                if not os.path.exists(self._cache.path(shard)):
+                    wanted.append(shard)
         names = self._cache.manifest.shards
-        names_kept = frozenset(cached_name(names[s]) for s in keep | set(wanted))
+        names_kept = frozenset(cached_name(names[s]) for s in keep | set(window))
         with self._wake:
             if number > self._planned:  # a later request may have been planned already
                 self._planned = number

@@ -6,10 +6,14 @@ import time
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from dataset_kit.iterators import MultiprocessIterator, SerialIterator
 from dataset_kit.shards import ShardOrderSampler, StreamingDataset
+from dataset_kit.shards._prefetch import OrderPlan
 from tests.shards.conftest import check, write
+from tests.shards.test_sampler import manifest_of
 from tests.shards.test_dataset import serve
 
 DEADLINE = 60  # seconds: a prefetch that never comes fails, it does not hang
@@ -109,3 +113,33 @@ def test_a_sampler_copy_loaded_from_a_state_is_the_one_followed(tmp_path):
     next(resumed)
     followed = ds.prefetch_plan.sampler
     assert (followed.seed, followed.block_shards) == (2, 1)
+
+
+@given(st.lists(st.integers(1, 20), min_size=1, max_size=12), st.integers(1, 6),
+       st.integers(0, 1000), st.integers(1, 16), st.data())
+def test_what_the_plan_says_comes_next_is_what_the_order_reads_next(counts, block, seed,
+                                                                     batch, data):
+    manifest = manifest_of(counts)
+    sampler = ShardOrderSampler(manifest, block, seed)
+    plan = OrderPlan()
+    plan.follow(sampler)
+    order = sampler.epoch_order(0, manifest.samples)
+    shards = sampler.shards_of(order)
+    start = data.draw(st.integers(0, len(order) - 1))
+    now = {int(s) for s in shards[start:start + batch]}
+    upcoming, current = plan.upcoming(0, now)
+    # The shards read after the batch, not in its block, come up exactly, block
+    # by block in reading order (which shard of a block is read first is the
+    # samples' order, which the plan does not need); the next epoch follows.
+    block_of = {int(s): k for k, b in enumerate(sampler.blocks(0)) for s in b}
+    later = []
+    for s in shards[start + batch:].tolist():
+        if s not in now and s not in later:
+            later.append(s)
+    fresh = [s for s in later if s not in current]
+    this_epoch = upcoming[:len(upcoming) - len(counts)]
+    assert sorted(upcoming[len(this_epoch):]) == list(range(len(counts)))
+    assert set(this_epoch) == set(fresh) | (current - now)
+    fresh_part = [s for s in this_epoch if s not in current]
+    assert [block_of[s] for s in fresh_part] == [block_of[s] for s in fresh]
+    assert now & current and current == set(sampler.blocks(0)[max(block_of[s] for s in now)])
