@@ -13,8 +13,8 @@ from dataset_kit.iterators import MultiprocessIterator, SerialIterator
 from dataset_kit.shards import ShardOrderSampler, StreamingDataset
 from dataset_kit.shards._prefetch import OrderPlan
 from tests.shards.conftest import check, write
-from tests.shards.test_sampler import manifest_of
 from tests.shards.test_dataset import serve
+from tests.shards.test_sampler import manifest_of
 
 DEADLINE = 60  # seconds: a prefetch that never comes fails, it does not hang
 
