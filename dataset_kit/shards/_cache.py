@@ -2,7 +2,8 @@
 
 * A shard is downloaded under its own lock (:func:`dataset_kit._files.lock_for`),
   into a temporary file that is published with an atomic rename after its
-  sha256 matched the manifest: a cached shard is always whole and verified.
+  sha256 matched the manifest: a cached shard is always whole and verified
+  (after an operating-system crash, checked again: see ``_reboot``).
 * Room is made under one cache-wide lock: least-recently-used shards (by
   modification time, touched on every open) are deleted until the new shard
   fits ``cache_limit``; the new shard's bytes are then reserved on disk
@@ -17,13 +18,15 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import hashlib
 import os
 from typing import Any
 
 from dataset_kit import _files
-from dataset_kit.download import _sha256_of
-from dataset_kit.shards import _download, _layout
-from dataset_kit.shards.manifest import Manifest
+from dataset_kit.shards import _download, _layout, _reboot, _remote
+from dataset_kit.shards.manifest import Manifest, ShardInfo
+
+_POLL = 0.002  # seconds between tries of a shard's lock held elsewhere
 
 
 class ShardIntegrityError(ValueError):
@@ -46,34 +49,71 @@ class ShardCache:
 
     Args:
         directory: the cache folder (shared by every process of the node).
-        fs: the fsspec filesystem of the remote.
-        root: the remote folder's path inside ``fs``.
-        url: the remote folder's URL, for errors.
+        url: the remote folder's URL.
+        storage_options: fsspec's options for it.
         manifest: the shards' manifest.
         cache_limit: bytes the folder may hold, or None for no limit.
         timeout, retries, chunk_size: see :func:`._download.download`.
     """
 
-    def __init__(self, directory: str, fs: Any, root: str, url: str, manifest: Manifest,
-                 cache_limit: int | None, timeout: float, retries: int, chunk_size: int) -> None:
-        self.directory, self.fs, self.root, self.url = directory, fs, root, url
+    def __init__(self, directory: str, url: str, storage_options: dict | None,
+                 manifest: Manifest, cache_limit: int | None, timeout: float, retries: int,
+                 chunk_size: int) -> None:
+        self.directory, self.url, self.storage_options = directory, url, storage_options
+        self._fs: tuple[int, Any, str] | None = None
         self.manifest, self.cache_limit = manifest, cache_limit
-        self.options: dict[str, Any] = {"timeout": timeout, "retries": retries,
-                                        "chunk_size": chunk_size}
-        self.names = {s.name for s in manifest.shards}
+        self.options: dict[str, Any] = {"timeout": timeout, "retries": retries, "chunk_size": chunk_size}
+        self.names = {cached_name(s) for s in manifest.shards}
         os.makedirs(directory, exist_ok=True)
+        # Shards are published without fsync where a reboot can be told (see _reboot).
+        self._durable = _reboot.boot_id() is None
+        with _files.lock_for(os.path.join(directory, ".room")):
+            _reboot.check_after_reboot(directory)
+
+    @property
+    def fs(self) -> tuple[Any, str]:
+        """``(fsspec filesystem, remote folder inside it)``, made in this process.
+
+        A filesystem is not shared across ``fork``: fsspec's asynchronous ones
+        (HTTP, S3) refuse to run in a forked child, so each process makes its own.
+        """
+        if self._fs is None or self._fs[0] != os.getpid():
+            fs, root = _remote.filesystem(self.url, self.storage_options)
+            self._fs = (os.getpid(), fs, root.rstrip("/"))
+        return self._fs[1], self._fs[2]
+
+    def __getstate__(self) -> dict:
+        return dict(self.__dict__, _fs=None)
 
     def path(self, shard: int) -> str:
         """The local path of shard number ``shard``."""
-        return os.path.join(self.directory, self.manifest.shards[shard].name)
+        return os.path.join(self.directory, cached_name(self.manifest.shards[shard]))
 
-    def fetch(self, shard: int) -> None:
-        """Make sure shard ``shard`` is in the cache (downloading it once per node)."""
+    def fetch(self, shard: int, keep: frozenset[str] = frozenset()) -> bool:
+        """Make sure shard ``shard`` is in the cache (downloading it once per node).
+
+        Args:
+            shard: the shard number.
+            keep: names of shards that making room must not evict (besides
+                those in use), for prefetches.
+
+        Returns:
+            Whether this call downloaded it.
+        """
         path = self.path(shard)
-        if not os.path.exists(path):
-            with _files.lock_for(path):
-                if not os.path.exists(path):
-                    self._fetch(shard)
+        if os.path.exists(path):
+            return False
+        lock = _files.lock_for(path)
+        # Often another thread or process is finishing this very shard (a
+        # prefetch): poll its lock often, or the reader idles up to 50 ms a shard.
+        lock.acquire(poll_interval=_POLL)
+        try:
+            if os.path.exists(path):
+                return False
+            self._fetch(shard, keep)
+            return True
+        finally:
+            lock.release()
 
     def open(self, shard: int) -> _layout.ShardFile:
         """Return shard ``shard`` opened and marked in use, downloading it if needed.
@@ -104,14 +144,14 @@ class ShardCache:
                 return opened
             opened.close()  # evicted while we waited for the lock: fetch again
 
-    def _fetch(self, shard: int) -> None:
+    def _fetch(self, shard: int, keep: frozenset[str]) -> None:
         info = self.manifest.shards[shard]
         path, url = self.path(shard), f"{self.url.rstrip('/')}/{info.name}"
         _files.remove_stale_parts(path)
         digests = []
         for _ in range(2):
             try:
-                self._download_verified(shard, path, url)
+                self._download_verified(shard, path, url, keep)
                 return
             except _Mismatch as mismatch:
                 digests.append(mismatch.digest)
@@ -120,21 +160,25 @@ class ShardCache:
             f"{info.sha256}, the downloads hashed to {digests[0]} and {digests[1]}; it was "
             f"not cached")
 
-    def _download_verified(self, shard: int, path: str, url: str) -> None:
+    def _download_verified(self, shard: int, path: str, url: str,
+                           keep: frozenset[str]) -> None:
         info = self.manifest.shards[shard]
         try:
-            with _files.atomic_write(path) as temp:
+            with _reboot.publish(path, self._durable) as temp:
                 with open(temp, "wb") as out:
-                    with _files.lock_for(os.path.join(self.directory, ".room")):
-                        self._make_room(info.bytes, info.name)
-                        if info.bytes and hasattr(os, "posix_fallocate"):
-                            os.posix_fallocate(out.fileno(), 0, info.bytes)
-                    _download.download(self.fs, f"{self.root.rstrip('/')}/{info.name}", url,
-                                       info.bytes, out, **self.options)
+                    if self.cache_limit is None:
+                        self._reserve(out, info.bytes)
+                    else:
+                        with _files.lock_for(os.path.join(self.directory, ".room")):
+                            self._make_room(info.bytes, info.name, keep)
+                            self._reserve(out, info.bytes)
+                    fs, root = self.fs
+                    digest = hashlib.sha256()
+                    _download.download(fs, f"{root}/{info.name}", url, info.bytes, out,
+                                       digest, **self.options)
                     out.truncate(info.bytes)
-                digest = _sha256_of(temp)
-                if digest != info.sha256:
-                    raise _Mismatch(digest)
+                if digest.hexdigest() != info.sha256:
+                    raise _Mismatch(digest.hexdigest())
         except CacheFullError:
             raise
         except OSError as error:
@@ -144,26 +188,32 @@ class ShardCache:
                     f"{info.name} ({info.bytes} bytes); nothing of it was kept") from None
             raise
 
+    @staticmethod
+    def _reserve(out: Any, size: int) -> None:
+        """Take the shard's bytes on disk now: a full disk fails before any transfer."""
+        if size and hasattr(os, "posix_fallocate"):
+            os.posix_fallocate(out.fileno(), 0, size)
+
     def usage(self) -> int:
         """Bytes in the cache folder, downloads in progress included."""
         total = 0
         for base, _, files in os.walk(self.directory):
             for name in files:
+                if name == _reboot.MARKER and base == self.directory:
+                    continue  # a few bytes of bookkeeping, not a shard
                 with contextlib.suppress(FileNotFoundError):
                     total += os.stat(os.path.join(base, name)).st_size
         return total
 
-    def _make_room(self, need: int, name: str) -> None:
-        """Evict least-recently-used shards not in use until ``need`` more bytes fit."""
-        if self.cache_limit is None:
-            return
+    def _make_room(self, need: int, name: str, keep: frozenset[str]) -> None:
+        """Evict least-recently-used shards not in use nor in ``keep`` until ``need`` more fit."""
         self._remove_dead_downloads()
         usage = self.usage()
         if usage + need <= self.cache_limit:
             return
         cached = []
         for entry in os.scandir(self.directory):
-            if entry.name in self.names and entry.is_file():
+            if entry.name in self.names and entry.name not in keep and entry.is_file():
                 with contextlib.suppress(FileNotFoundError):
                     cached.append((entry.stat().st_mtime_ns, entry.path))
         for _, victim in sorted(cached):
@@ -176,7 +226,6 @@ class ShardCache:
                 f"bytes) cannot hold shard {name} ({need} bytes): {usage} bytes are taken by "
                 f"shards in use or being downloaded")
 
-
     def _remove_dead_downloads(self) -> None:
         """Remove the staging files of downloads whose process died (they count as usage)."""
         for name in os.listdir(self.directory):
@@ -185,6 +234,15 @@ class ShardCache:
                 if base in self.names:
                     _files.remove_stale_parts(os.path.join(self.directory, base),
                                               under_lock=False)
+
+
+def cached_name(info: ShardInfo) -> str:
+    """The cache's file name of a shard: its name, prefixed by its sha256.
+
+    A shard rewritten at the same URL (a dataset written again with
+    ``overwrite=True``) then never matches what an older manifest cached.
+    """
+    return _reboot.cached_name(info.sha256, info.name)
 
 
 def _evict(path: str) -> int:

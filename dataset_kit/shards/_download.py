@@ -4,7 +4,8 @@ Any fsspec filesystem answers ``cat_file(path, start, end)``, so a shard is
 read in ranges: a connection cut mid-shard costs one retried range, not the
 whole shard. Each range runs on a daemon thread that the caller waits on with
 a timeout, so a stalled store becomes an error naming the shard, never a hang
-(and never blocks interpreter exit).
+(and never blocks interpreter exit). The next range is asked for before the
+last one is written and hashed, so the transfer overlaps that work.
 """
 
 from __future__ import annotations
@@ -22,30 +23,36 @@ class ShardTimeoutError(ShardDownloadError, TimeoutError):
     """A ranged read of a shard did not finish within ``timeout`` seconds."""
 
 
-def _ranged_read(fs: Any, path: str, start: int, end: int, timeout: float) -> bytes | None:
-    """Return bytes ``[start, end)`` of ``path``, or None if none came within ``timeout``."""
-    result: dict[str, Any] = {}
-    done = threading.Event()
+class _Read:
+    """One ranged read running on a daemon thread (so a stall cannot block exit)."""
 
-    def run() -> None:
+    def __init__(self, fs: Any, path: str, start: int, end: int) -> None:
+        self.start, self.end = start, end
+        self._done = threading.Event()
+        self._result: dict[str, Any] = {}
+        threading.Thread(target=self._run, args=(fs, path), daemon=True,
+                         name=f"shard-read {path}").start()
+
+    def _run(self, fs: Any, path: str) -> None:
         try:
-            result["data"] = fs.cat_file(path, start=start, end=end)
+            self._result["data"] = fs.cat_file(path, start=self.start, end=self.end)
         except BaseException as error:  # noqa: BLE001 - handed to the waiting thread
-            result["error"] = error
-        done.set()
+            self._result["error"] = error
+        self._done.set()
 
-    threading.Thread(target=run, daemon=True, name=f"shard-read {path}").start()
-    if not done.wait(timeout):
-        return None
-    if "error" in result:
-        raise result["error"]
-    # A server may answer a range with more than was asked (the rest of the file).
-    return result["data"][:end - start]
+    def wait(self, timeout: float) -> bytes | None:
+        """Return the bytes read, or None if none came within ``timeout`` seconds."""
+        if not self._done.wait(timeout):
+            return None
+        if "error" in self._result:
+            raise self._result["error"]
+        # A server may answer a range with more than was asked (the rest of the file).
+        return self._result["data"][:self.end - self.start]
 
 
-def download(fs: Any, path: str, url: str, size: int, out: BinaryIO, *, timeout: float,
-             retries: int, chunk_size: int) -> None:
-    """Write the ``size`` bytes of ``path`` into ``out``.
+def download(fs: Any, path: str, url: str, size: int, out: BinaryIO, digest: Any, *,
+             timeout: float, retries: int, chunk_size: int) -> None:
+    """Write the ``size`` bytes of ``path`` into ``out``, hashing them into ``digest``.
 
     Args:
         fs: the fsspec filesystem.
@@ -53,6 +60,8 @@ def download(fs: Any, path: str, url: str, size: int, out: BinaryIO, *, timeout:
         url: the shard's URL, for errors.
         size: its size in bytes (from the manifest).
         out: the file to write, positioned at 0.
+        digest: a :mod:`hashlib` object fed every byte written, in order (so
+            the file need not be read again to check it).
         timeout: seconds a range may take before the download is given up.
         retries: consecutive failed ranges tolerated (with backoff) before giving up.
         chunk_size: bytes per ranged read.
@@ -63,10 +72,11 @@ def download(fs: Any, path: str, url: str, size: int, out: BinaryIO, *, timeout:
             store has fewer bytes than the manifest says.
     """
     received, failures = 0, 0
+    pending = _Read(fs, path, 0, min(size, chunk_size)) if size else None
     while received < size:
-        end = min(size, received + chunk_size)
+        end = pending.end
         try:
-            data = _ranged_read(fs, path, received, end, timeout)
+            data = pending.wait(timeout)
         except FileNotFoundError as error:
             raise ShardDownloadError(f"shard {url} does not exist in the store: {error}") from None
         except Exception as error:  # noqa: BLE001 - fsspec backends raise their own types
@@ -76,6 +86,7 @@ def download(fs: Any, path: str, url: str, size: int, out: BinaryIO, *, timeout:
                     f"downloading shard {url} failed {failures} times in a row at byte "
                     f"{received} of {size}: {type(error).__name__}: {error}") from error
             time.sleep(min(2.0, 0.05 * 2 ** failures))
+            pending = _Read(fs, path, received, min(size, received + chunk_size))
             continue
         if data is None:
             raise ShardTimeoutError(f"downloading shard {url} stalled: reading bytes "
@@ -84,6 +95,11 @@ def download(fs: Any, path: str, url: str, size: int, out: BinaryIO, *, timeout:
         if not data:
             raise ShardDownloadError(f"shard {url} ended at byte {received}, but its manifest "
                                      f"says {size} bytes")
-        out.write(data)
         received += len(data)
         failures = 0
+        if received < size:
+            # Ask for the next range before writing and hashing this one: the
+            # transfer overlaps the work (hashlib releases the GIL).
+            pending = _Read(fs, path, received, min(size, received + chunk_size))
+        out.write(data)
+        digest.update(data)

@@ -93,6 +93,7 @@ class ShardFile:
             self.close()
             raise
         self._decompressor = _zstd().ZstdDecompressor() if compressed else None
+        self._lengths = struct.Struct(f"<{columns}I")
 
     def fileno(self) -> int:
         """The descriptor that holds the shard open (and its in-use lock)."""
@@ -100,22 +101,44 @@ class ShardFile:
 
     def fields(self, offset: int) -> list[bytes]:
         """Return the column bytes of sample ``offset`` of this shard."""
-        start, end = self._offsets[offset] + self._base, self._offsets[offset + 1] + self._base
-        blob = self._map[start:end]
-        if self._decompressor is not None:
-            blob = self._decompressor.decompress(blob)
-        if len(blob) < 4 * self.columns:
-            raise ShardFormatError(f"shard {self.path}: sample {offset} at offset {start} has "
-                                   f"{len(blob)} bytes, too few for its column lengths")
-        lengths = struct.unpack_from(f"<{self.columns}I", blob, 0)
-        out, pos = [], 4 * self.columns
-        for length in lengths:
-            out.append(blob[pos:pos + length])
-            pos += length
-        if pos != len(blob):
-            raise ShardFormatError(f"shard {self.path}: sample {offset} at offset {start} has "
-                                   f"{len(blob)} bytes, its column lengths say {pos}")
-        return out
+        return [column[0] for column in self.columns_of(np.array([offset]))]
+
+    def columns_of(self, offsets: np.ndarray) -> list[list[bytes]]:
+        """Return the bytes of samples ``offsets``, one list per column.
+
+        One pass per batch: the offset table is read with numpy once, then
+        each column's bytes are sliced straight from the mapping (uncompressed)
+        or from the decompressed sample.
+
+        Raises:
+            ShardFormatError: if a sample's column lengths do not fit its bytes.
+        """
+        starts = (self._offsets[offsets] + self._base).tolist()
+        ends = (self._offsets[np.asarray(offsets) + 1] + self._base).tolist()
+        head, unpack = 4 * self.columns, self._lengths.unpack_from
+        columns: list[list[bytes]] = [[] for _ in range(self.columns)]
+        decompress = None if self._decompressor is None else self._decompressor.decompress
+        mapped = self._map
+        for start, end in zip(starts, ends):
+            if decompress is None:
+                blob, pos, stop = mapped, start, end
+            else:
+                blob = decompress(mapped[start:end])
+                pos, stop = 0, len(blob)
+            base = pos
+            if stop - pos < head:
+                raise ShardFormatError(f"shard {self.path}: the sample at offset {start} has "
+                                       f"{stop - pos} bytes, too few for its column lengths")
+            lengths = unpack(blob, pos)
+            pos += head
+            for column, length in zip(columns, lengths):
+                column.append(blob[pos:pos + length])
+                pos += length
+            if pos != stop:
+                raise ShardFormatError(f"shard {self.path}: the sample at offset {start} has "
+                                       f"{stop - base} bytes, its column lengths say "
+                                       f"{pos - base}")
+        return columns
 
     def close(self) -> None:
         """Unmap and close (releases this process's in-use lock)."""

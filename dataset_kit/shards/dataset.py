@@ -19,6 +19,7 @@ from dataset_kit.download import get_dataset_directory
 from dataset_kit.shards import _layout, _remote
 from dataset_kit.shards._cache import CacheFullError, ShardCache
 from dataset_kit.shards._columns import DECODE
+from dataset_kit.shards._prefetch import OrderPlan, Prefetcher
 from dataset_kit.shards.manifest import MANIFEST_NAME, Manifest
 
 
@@ -43,10 +44,15 @@ class StreamingDataset(DatasetMixin):
             :class:`ShardTimeoutError`.
         retries: consecutive failed ranged reads retried (resuming at the
             byte reached) before :class:`ShardDownloadError`.
-        chunk_size: bytes per ranged read.
+        chunk_size: bytes per ranged read (the next one is asked for while the
+            last is written and hashed); raise it for stores with a high
+            latency per request.
         open_shards: shards this process keeps open between calls.
         download_threads: shards of one batch downloaded at once (when they
             all fit the cache).
+        prefetch_shards: shards downloaded in the background ahead of the
+            order a :class:`ShardOrderSampler` plans (0: none); fewer when
+            ``cache_limit`` cannot hold them beside the batch's own.
         decode_images: decode ``jpeg``/``png`` columns to CHW uint8 arrays
             (False: return the encoded bytes).
 
@@ -59,7 +65,7 @@ class StreamingDataset(DatasetMixin):
     def __init__(self, remote: str | os.PathLike, local: str | os.PathLike | None = None,
                  cache_limit: int | None = None, storage_options: dict | None = None, *,
                  timeout: float = 60.0, retries: int = 5, chunk_size: int = 8 << 20,
-                 open_shards: int = 2, download_threads: int = 4,
+                 open_shards: int = 2, download_threads: int = 4, prefetch_shards: int = 2,
                  decode_images: bool = True) -> None:
         remote = os.fspath(remote)
         if _remote.is_local(remote):
@@ -83,17 +89,27 @@ class StreamingDataset(DatasetMixin):
             key = hashlib.sha256(remote.encode()).hexdigest()[:16]
             local = get_dataset_directory(os.path.join("streaming", key))
         self.local = os.path.abspath(os.fspath(local))
-        self._cache = ShardCache(self.local, fs, root, remote, self.manifest, cache_limit,
+        self._cache = ShardCache(self.local, remote, storage_options, self.manifest, cache_limit,
                                  float(timeout), non_negative_int("retries", retries),
                                  positive_int("chunk_size", chunk_size))
         self._columns = list(self.manifest.columns.items())
         self._decode = {name: DECODE[enc] if decode_images or enc not in ("jpeg", "png")
                         else bytes for name, enc in self._columns}
         self._starts = self.manifest.starts.tolist()
+        self._starts_array = np.asarray(self.manifest.starts, dtype=np.int64)
         self._open_limit = positive_int("open_shards", open_shards)
         self._threads = positive_int("download_threads", download_threads)
         self._open: OrderedDict[int, _layout.ShardFile] = OrderedDict()
         self._pid = os.getpid()
+        #: The order a ShardOrderSampler in use plans (it records itself here).
+        self.prefetch_plan = OrderPlan()
+        self._ahead = non_negative_int("prefetch_shards", prefetch_shards)
+        if cache_limit is not None:
+            self._fit = cache_limit // max(s.bytes for s in self.manifest.shards)
+        else:
+            self._fit = None
+        self._prefetcher = Prefetcher(self._cache)
+        self._last_prefetch: tuple | None = None
 
     def __len__(self) -> int:
         return self._starts[-1]
@@ -109,20 +125,48 @@ class StreamingDataset(DatasetMixin):
         return {name: self._decode[name](data) for (name, _), data in zip(self._columns, fields)}
 
     def get_examples(self, indices: np.ndarray) -> Sequence[Any]:
-        """Return the examples at ``indices``; the shards they need are downloaded in parallel."""
-        shards = np.unique(np.searchsorted(self._starts, indices, side="right") - 1)
-        self._download([int(s) for s in shards])
-        return _example_context.map_examples(self.get_example, indices.tolist())
+        """Return the examples at ``indices``, a shard at a time.
+
+        The shards the batch needs are downloaded first (in parallel), then
+        the shards the planned order reaches next start downloading in the
+        background while this batch is read.
+        """
+        shard_of = np.searchsorted(self._starts_array, indices, side="right") - 1
+        shards = np.unique(shard_of).tolist()
+        self._download(shards)
+        self._prefetch_after(indices, shards)
+        if type(self).get_example is not StreamingDataset.get_example:
+            # A subclass decides what one example is: ask it for each.
+            return _example_context.map_examples(self.get_example, indices.tolist())
+        offsets = indices - self._starts_array[shard_of]
+        out: list[Any] = [None] * len(indices)
+        names = [name for name, _ in self._columns]
+        decoders = [self._decode[name] for name in names]
+        for shard in shards:
+            where = np.flatnonzero(shard_of == shard)
+            columns = self._shard(shard).columns_of(offsets[where])
+            values = [list(map(decode, column)) for decode, column in zip(decoders, columns)]
+            for k, row in zip(where.tolist(), zip(*values)):
+                out[k] = dict(zip(names, row))
+        return out
 
     def _download(self, shards: list[int]) -> None:
-        """Fetch the missing ``shards`` on up to ``download_threads`` threads, if they fit."""
+        """Fetch the missing ``shards``, on up to ``download_threads`` threads, if they fit.
+
+        When they do not fit the cache together they are left to the reads,
+        one at a time, so eviction can follow the reads.
+        """
         missing = [s for s in shards if not os.path.exists(self._cache.path(s))]
-        if len(missing) < 2 or self._threads < 2:
-            return  # get_example fetches a single shard itself
+        if not missing:
+            return
         need = sum(self.manifest.shards[s].bytes for s in missing)
         limit = self._cache.cache_limit
         if limit is not None and self._cache.usage() + need > limit:
-            return  # one at a time, so eviction can follow the reads
+            return
+        if len(missing) == 1 or self._threads < 2:
+            for shard in missing:
+                self._cache.fetch(shard)
+            return
         errors: list[BaseException] = []
 
         def work(part: list[int]) -> None:
@@ -141,6 +185,27 @@ class StreamingDataset(DatasetMixin):
             thread.join()  # each ranged read has its own timeout: this cannot hang
         if errors:
             raise errors[0]
+
+    def _prefetch_after(self, indices: np.ndarray, shards: list[int]) -> None:
+        """Have the shards the planned order needs after this batch downloaded."""
+        context = _example_context.current()
+        if context is None or not self._ahead or not shards:
+            return  # not inside an iterator: no planned order to follow
+        epochs, batch = context.epochs, shards
+        if np.ndim(epochs) == 0:
+            epoch = int(epochs)
+        else:  # a batch that crosses into the next epoch: plan from its last part
+            epoch = int(epochs[-1])
+            tail = indices[np.asarray(epochs) == epoch]
+            shards = np.unique(np.searchsorted(self._starts_array, tail, side="right")
+                               - 1).tolist()
+        # The shards needed next change only when a batch reaches a shard the
+        # one before did not touch: wake the prefetch threads then.
+        key = (epoch, tuple(shards))
+        if key != self._last_prefetch:
+            self._last_prefetch = key
+            self._prefetcher.request(self.prefetch_plan, epoch, set(shards), set(batch),
+                                     self._ahead, self._fit)
 
     def _shard(self, shard: int) -> _layout.ShardFile:
         if self._pid != os.getpid():

@@ -7,6 +7,10 @@ samples of each block together. A block of 1 reads each shard start to end
 process needs only the shards of the current block, so a cache of
 ``block_shards`` shards (per process reading a different block) suffices.
 
+When the engine asks for an epoch's order, the sampler tells its
+:class:`StreamingDataset` that it is the order being followed, so the dataset
+can prefetch the shards that order reaches next (see ``_prefetch``).
+
 The order of epoch ``e`` is a pure function of ``(seed, e)``, so an
 iterator's checkpoint holds the seed, the block size and a summary of the
 manifest; resuming against a manifest that changed is refused.
@@ -46,6 +50,8 @@ class ShardOrderSampler(OrderSampler):
             raise TypeError(f"dataset must be a StreamingDataset or a Manifest, got "
                             f"{type(dataset).__name__}")
         self.manifest = manifest
+        # The dataset's prefetch plan: told which sampler the engine follows.
+        self._plan = getattr(dataset, "prefetch_plan", None)
         self.block_shards = positive_int("block_shards", block_shards)
         self.seed = draw_seed() if seed is None else non_negative_int("seed", seed)
         self._starts = manifest.starts
@@ -60,14 +66,27 @@ class ShardOrderSampler(OrderSampler):
         if size != self._starts[-1]:
             raise ValueError(f"ShardOrderSampler was built for {self._starts[-1]} samples, "
                              f"but the dataset has {size}")
+        if self._plan is not None:
+            self._plan.follow(self)  # the engine plans with this sampler (or this copy)
+        rng, blocks = self._blocks(epoch)
+        return np.concatenate([rng.permutation(np.concatenate(
+            [np.arange(self._starts[s], self._starts[s + 1]) for s in block]))
+            for block in blocks])
+
+    def blocks(self, epoch: int) -> list[np.ndarray]:
+        """Return the shards of each block of epoch ``epoch``, blocks in reading order.
+
+        Every sample of a block comes before any sample of the next one, so
+        this is what a reader needs next, at the cost of one shard permutation
+        (no sample order).
+        """
+        return self._blocks(epoch)[1]
+
+    def _blocks(self, epoch: int) -> tuple[np.random.Generator, list[np.ndarray]]:
         rng = np.random.default_rng(np.random.SeedSequence([self.seed, ORDER_STREAM, epoch]))
         shards = rng.permutation(len(self._starts) - 1)
-        parts = []
-        for first in range(0, len(shards), self.block_shards):
-            block = np.concatenate([np.arange(self._starts[s], self._starts[s + 1])
-                                    for s in shards[first:first + self.block_shards]])
-            parts.append(rng.permutation(block))
-        return np.concatenate(parts)
+        return rng, [shards[first:first + self.block_shards]
+                     for first in range(0, len(shards), self.block_shards)]
 
     def shards_of(self, order: np.ndarray) -> np.ndarray:
         """Return the shard number of each index of ``order`` (to plan prefetching)."""

@@ -6,14 +6,10 @@ import numpy as np
 import pytest
 
 from dataset_kit.iterators import MultiprocessIterator, SerialIterator
-from dataset_kit.shards import (
-    CacheFullError,
-    ShardIntegrityError,
-    ShardOrderSampler,
-    ShardTimeoutError,
-    ShardWriter,
-    StreamingDataset,
-)
+from dataset_kit.shards import (CacheFullError, ShardDownloadError, ShardIntegrityError,
+                                ShardOrderSampler, ShardTimeoutError, ShardWriter,
+                                StreamingDataset)
+from dataset_kit.shards._cache import cached_name
 from tests.http_server import Route
 from tests.shards.conftest import check, small_tmpfs, write
 
@@ -30,8 +26,10 @@ def serve(http_server, folder, prefix="/set", **route_options):
 
 
 def files_in(directory):
+    """Every file and folder under ``directory`` but the cache's boot marker."""
     return sorted(os.path.relpath(os.path.join(base, name), directory)
-                  for base, dirs, names in os.walk(directory) for name in names + dirs)
+                  for base, dirs, names in os.walk(directory) for name in names + dirs
+                  if name != ".boot")
 
 
 def test_random_access_by_global_index_from_s3(tmp_path, s3):
@@ -118,7 +116,8 @@ def test_least_recently_used_shards_are_evicted_within_the_limit(tmp_path):
         assert ds.cache_usage() <= limit
     last = ds.locate(99)[0]
     cached = sorted(n for n in os.listdir(tmp_path / "cache") if n.endswith(".dks"))
-    assert manifest.shards[last].name in cached and manifest.shards[0].name not in cached
+    assert cached_name(manifest.shards[last]) in cached
+    assert cached_name(manifest.shards[0]) not in cached
 
 
 def test_a_shard_in_use_is_never_evicted(tmp_path):
@@ -129,7 +128,7 @@ def test_a_shard_in_use_is_never_evicted(tmp_path):
     other = StreamingDataset(tmp_path / "set", local=tmp_path / "cache", cache_limit=limit)
     with pytest.raises(CacheFullError, match=r"cannot hold shard shard\.00001\.dks"):
         other[ds_index_of_shard(other, 1)]
-    assert (tmp_path / "cache" / manifest.shards[0].name).exists()
+    assert (tmp_path / "cache" / cached_name(manifest.shards[0])).exists()
     check(holder[1], 1)
     holder.close()
     check(other[ds_index_of_shard(other, 1)], ds_index_of_shard(other, 1))
@@ -179,9 +178,14 @@ def test_resume_with_the_shard_sampler_repeats_the_same_batches(tmp_path, stop):
     assert [[b["y"] for b in next(again)] for _ in range(10)] == expected
 
 
-def test_worker_processes_read_the_shards_as_the_main_process_does(tmp_path):
+@pytest.mark.parametrize("where", ["local", "http"])
+def test_worker_processes_read_the_shards_as_the_main_process_does(tmp_path, where,
+                                                                   http_server):
     write(tmp_path / "set", n=60, shard_size=700)
-    ds = StreamingDataset(tmp_path / "set", local=tmp_path / "cache")
+    if where == "http":  # fsspec's HTTP filesystem is not fork-safe: workers make their own
+        serve(http_server, tmp_path / "set")
+    remote = tmp_path / "set" if where == "local" else http_server.url("/set")
+    ds = StreamingDataset(remote, local=tmp_path / "cache")
     sampler = ShardOrderSampler(ds, block_shards=2, seed=3)
     serial = SerialIterator(ds, 8, order_sampler=sampler)
     expected = [[b["y"] for b in next(serial)] for _ in range(12)]
@@ -247,9 +251,81 @@ def test_a_killed_download_does_not_count_against_the_limit(tmp_path):
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     # What a download killed mid-way leaves: its staging folder, named with its pid.
-    staging = tmp_path / "cache" / f".{manifest.shards[3].name}.{dead.pid}-00000000.part"
+    name = cached_name(manifest.shards[3])
+    staging = tmp_path / "cache" / f".{name}.{dead.pid}-00000000.part"
     staging.mkdir(parents=True)
-    (staging / manifest.shards[3].name).write_bytes(b"\0" * limit)
+    (staging / name).write_bytes(b"\0" * limit)
     ds = StreamingDataset(tmp_path / "set", local=tmp_path / "cache", cache_limit=limit)
     check(ds[0], 0)
     assert not staging.exists()
+
+
+def test_a_dataset_written_again_at_the_same_url_is_never_read_from_the_old_cache(tmp_path):
+    write(tmp_path / "set", n=30, shard_size=700)
+    old = StreamingDataset(tmp_path / "set", local=tmp_path / "cache")
+    check(old[0], 0)
+    old.close()
+    with ShardWriter(tmp_path / "set", {"x": "ndarray", "y": "int", "name": "str"},
+                     shard_size=700, overwrite=True) as w:
+        for i in range(30):  # the same layout, other values
+            w.write({"x": np.zeros((4, 3), np.float32), "y": 100 + i, "name": f"new-{i}"})
+    new = StreamingDataset(tmp_path / "set", local=tmp_path / "cache")
+    assert new[0]["y"] == 100 and new[0]["name"] == "new-0"
+
+
+def test_after_a_reboot_a_cached_shard_that_lost_its_data_is_fetched_again(tmp_path):
+    from dataset_kit.shards import _reboot
+
+    if _reboot.boot_id() is None:
+        pytest.skip("this system gives no boot id; shards are fsynced instead")
+    manifest = write(tmp_path / "set", n=40, shard_size=700)
+    ds = StreamingDataset(tmp_path / "set", local=tmp_path / "cache")
+    check(ds[0], 0)
+    check(ds[len(ds) - 1], len(ds) - 1)
+    ds.close()
+    # What an OS crash before writeback can leave: a published shard with other
+    # bytes, written in another boot.
+    damaged = tmp_path / "cache" / cached_name(manifest.shards[0])
+    data = bytearray(damaged.read_bytes())
+    data[-1] ^= 0xFF
+    damaged.write_bytes(bytes(data))
+    kept = tmp_path / "cache" / cached_name(manifest.shards[-1])
+    kept_inode = kept.stat().st_ino
+    (tmp_path / "cache" / ".boot").write_text("another-boot")
+    again = StreamingDataset(tmp_path / "set", local=tmp_path / "cache")
+    assert not damaged.exists() and kept.stat().st_ino == kept_inode
+    check(again[0], 0)
+    assert (tmp_path / "cache" / ".boot").read_text() == _reboot.boot_id()
+
+
+def test_sigkill_mid_download_leaves_nothing_that_looks_cached(tmp_path, http_server):
+    import signal
+    import subprocess
+    import sys
+
+    with ShardWriter(tmp_path / "set", {"x": "bytes"}, shard_size=1 << 20) as w:
+        w.write({"x": os.urandom(1 << 20)})
+    serve(http_server, tmp_path / "set", delay=0.2)  # ~3 s for the shard
+    cache = tmp_path / "cache"
+    script = (f"from dataset_kit.shards import StreamingDataset\n"
+              f"StreamingDataset({http_server.url('/set')!r}, local={str(cache)!r}, "
+              f"chunk_size=1 << 16)[0]\n")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    proc = subprocess.Popen([sys.executable, "-c", script], env={**os.environ,
+                                                                  "PYTHONPATH": root})
+    try:
+        deadline = time.monotonic() + 60
+        while not any(n.endswith(".part") for n in (os.listdir(cache) if cache.exists()
+                                                     else [])):
+            assert proc.poll() is None, "the reader exited before downloading"
+            assert time.monotonic() < deadline, "no download started within 60 s"
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert [n for n in os.listdir(cache) if n.endswith(".dks")] == []
+    ds = StreamingDataset(http_server.url("/set"), local=cache, cache_limit=2 << 20)
+    assert ds[0]["x"] == (tmp_path / "set").joinpath("shard.00000.dks").read_bytes()[-(1 << 20):]
+    assert not any(n.endswith(".part") for n in os.listdir(cache))

@@ -137,3 +137,39 @@ def test_writes_straight_to_s3_and_reads_back(tmp_path, s3):
     assert len(ds) == 60
     for i in (0, 17, 59):
         check(ds[i], i)
+
+
+def test_sigkill_while_writing_straight_to_s3_leaves_no_manifest(tmp_path, s3):
+    import s3fs
+
+    script = textwrap.dedent(f"""
+        import numpy as np
+        from dataset_kit.shards import ShardWriter
+        with ShardWriter("s3://data/killed", {{"x": "ndarray"}}, shard_size=10_000,
+                         storage_options={s3!r}) as w:
+            for i in range(10**9):
+                w.write({{"x": np.zeros(1000, np.uint8)}})
+    """)
+    fs = s3fs.S3FileSystem(**s3)
+
+    def shards():
+        fs.invalidate_cache()
+        return [p for p in fs.find("data/killed") if p.endswith(".dks")]
+
+    proc = subprocess.Popen([sys.executable, "-c", script], env={**os.environ,
+                                                                  "PYTHONPATH": ROOT})
+    try:
+        deadline = time.monotonic() + 120
+        while len(shards()) < 3:
+            assert proc.poll() is None, "the writer exited early"
+            assert time.monotonic() < deadline, "no shard was written within 120 s"
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    finally:
+        proc.kill()
+        proc.wait()
+    fs.invalidate_cache()
+    assert not fs.exists("data/killed/index.json")
+    with pytest.raises(FileNotFoundError):
+        StreamingDataset("s3://data/killed", local=tmp_path / "cache", storage_options=s3)

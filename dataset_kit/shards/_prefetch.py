@@ -1,0 +1,194 @@
+"""Prefetching the shards the planned order needs next, in the background.
+
+The engine owns the order; a :class:`~dataset_kit.shards.ShardOrderSampler`
+computes it, as a pure function of ``(seed, epoch)``: blocks of shards in a
+random order, every sample of a block before any of the next. Whenever the
+engine asks it for an epoch's order, the sampler records itself on its
+dataset's :class:`OrderPlan`. When the dataset then builds a batch (in the
+main process or a worker), it knows the batch's epoch (from the iterator's
+batch context) and its shards, hence its block, hence which shards come next:
+the rest of the block, then the next blocks. That needs the shard permutation
+only (a few integers per shard), never the sample order. :class:`Prefetcher`
+threads download those into the shared cache, a few shards ahead, under the
+same per-shard lock as every other download: processes never download a shard
+twice.
+
+The plan is shared, never copied: the engine deep-copies a sampler when it
+loads a state into it, and that copy must still tell the dataset which order
+it follows. Forked or spawned workers get the plan as it was when they
+started (the engine plans epoch 0 before it starts them).
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import os
+import threading
+from typing import Any
+
+from dataset_kit.shards._cache import ShardCache, cached_name
+
+
+class OrderPlan:
+    """Which order sampler the engine follows, and the shard blocks of its epochs."""
+
+    def __init__(self) -> None:
+        self.sampler: Any = None
+        self._epochs: collections.OrderedDict[tuple[int, int], tuple] = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def follow(self, sampler: Any) -> None:
+        """Plan from ``sampler``'s orders from now on (called by the sampler in use)."""
+        if sampler is not self.sampler:
+            with self._lock:
+                self.sampler = sampler
+                self._epochs.clear()
+
+    def _epoch(self, epoch: int) -> tuple | None:
+        """``(blocks of shards in reading order, block of each shard)`` of ``epoch``."""
+        sampler = self.sampler
+        if sampler is None:
+            return None
+        key = (id(sampler), epoch)
+        with self._lock:
+            found = self._epochs.get(key)
+        if found is None:
+            blocks = sampler.blocks(epoch)
+            block_of = {int(s): k for k, block in enumerate(blocks) for s in block}
+            found = ([block.tolist() for block in blocks], block_of)
+            with self._lock:
+                self._epochs[key] = found
+                while len(self._epochs) > 2:
+                    self._epochs.popitem(last=False)
+        return found
+
+    def upcoming(self, epoch: int, shards: set[int]) -> tuple[list[int], set[int]]:
+        """Return the shards a reader of ``shards`` (of ``epoch``) needs from now on.
+
+        Returns:
+            ``(upcoming, block)``: the shards of the current block that the
+            batch does not touch, then those of the following blocks (into
+            the next epoch), soonest first; and the current block's shards,
+            which the reader needs until the block ends. Both empty when no
+            sampler is followed.
+        """
+        planned = self._epoch(epoch)
+        if planned is None or not shards:
+            return [], set()
+        blocks, block_of = planned
+        current = max(block_of[s] for s in shards)
+        block = set(blocks[current])
+        out = [s for s in blocks[current] if s not in shards]
+        for later in blocks[current + 1:]:
+            out += later
+        following = self._epoch(epoch + 1)
+        for later in following[0] if following is not None else []:
+            out += later
+        return out, block
+
+    def __copy__(self) -> OrderPlan:
+        return self  # shared by the dataset, the sampler and the engine's copies of it
+
+    def __deepcopy__(self, memo: dict) -> OrderPlan:
+        return self
+
+    def __getstate__(self) -> dict:
+        return {"sampler": self.sampler}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._epochs, self._lock = collections.OrderedDict(), threading.Lock()
+
+
+class Prefetcher:
+    """Daemon threads (per process) that download shards into ``cache`` ahead of use.
+
+    A newer request replaces the shards not yet started (the reader moved
+    on). A prefetch never evicts the shards it was told to keep, nor one in
+    use; if the cache has no other room, the shard is skipped, and the reader
+    downloads it when it gets there (and reports any error then).
+
+    Args:
+        cache: the shard cache.
+    """
+
+    def __init__(self, cache: ShardCache) -> None:
+        self._cache = cache
+        self._pid = -1
+        self.fetched = 0
+
+    def _start(self) -> None:
+        self._pid = os.getpid()
+        self._request: tuple | None = None
+        self._asked = self._planned = 0  # numbers of the last request made and planned
+        self._wanted: list[int] = []
+        self._keep: frozenset[str] = frozenset()
+        self._wake = threading.Condition()
+        # Two downloads at once overlap one's hashing with the other's transfer;
+        # with a cache_limit one, so that a download of a stale plan (reserved,
+        # not yet evictable) never leaves the current plan without room.
+        for _ in range(1 if self._cache.cache_limit is not None else 2):
+            threading.Thread(target=self._run, daemon=True, name="shard-prefetch").start()
+
+    def request(self, plan: OrderPlan, epoch: int, shards: set[int], batch: set[int],
+                ahead: int, fit: int | None) -> None:
+        """Download the ``ahead`` shards ``plan`` needs next after ``shards`` of ``epoch``.
+
+        The plan is looked up on a prefetch thread, off the reader's path. The
+        current block's shards and the batch's are never evicted to make
+        room, and with ``fit`` (shards the cache holds) no more are fetched
+        than fit beside them.
+        """
+        if self._pid != os.getpid():
+            self._start()  # first use, or a forked child (threads do not survive fork)
+        with self._wake:
+            self._asked += 1
+            self._request = (self._asked, plan, epoch, set(shards), set(batch), ahead, fit)
+            self._wake.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._wake:
+                while not self._wanted and self._request is None:
+                    self._wake.wait()
+                request, self._request = self._request, None
+                if request is None:
+                    shard, keep = self._wanted.pop(0), self._keep
+            if request is not None:
+                self._plan(*request)
+                continue
+            with contextlib.suppress(Exception):
+                # The reader meets any real failure again, and raises it there.
+                if self._cache.fetch(shard, keep=keep):
+                    self.fetched += 1
+
+    def _plan(self, number: int, plan: OrderPlan, epoch: int, shards: set[int],
+              batch: set[int], ahead: int, fit: int | None) -> None:
+        """Replace the shards to download by those the reader needs next."""
+        upcoming, block = [], set()
+        with contextlib.suppress(Exception):
+            upcoming, block = plan.upcoming(epoch, shards)
+        keep = block | batch  # the batch may reach into the epoch before
+        room = len(upcoming) if fit is None else fit - len(keep)
+        # The window: the upcoming shards up to the last one to download, all
+        # kept (cached ones too), never more than fit beside the block's.
+        window: list[int] = []
+        wanted: list[int] = []
+        for shard in upcoming:
+            if len(wanted) >= ahead or len(window) >= room:
+                break
+            if shard not in keep and shard not in window:
+                window.append(shard)
+                if not os.path.exists(self._cache.path(shard)):
+                    wanted.append(shard)
+        names = self._cache.manifest.shards
+        names_kept = frozenset(cached_name(names[s]) for s in keep | set(window))
+        with self._wake:
+            if number > self._planned:  # a later request may have been planned already
+                self._planned = number
+                self._wanted, self._keep = wanted, names_kept
+                self._wake.notify_all()
+
+    def __getstate__(self) -> dict:
+        return {"_cache": self._cache, "_pid": -1, "fetched": 0}

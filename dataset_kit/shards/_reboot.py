@@ -1,0 +1,97 @@
+"""Cached shards are published without fsync; after a reboot they are checked once.
+
+A verified shard is renamed into the cache at once, without flushing it to
+disk: a process that dies (even by SIGKILL) leaves its data in the page
+cache, whole. Only an operating-system crash can lose data written but not
+yet flushed, and that shows as a new boot. So the cache records the boot id
+of the system that wrote it (``.boot``); the first process of another boot
+hashes every cached shard against the sha256 prefix in its name (see
+:func:`cached_name`) and deletes the ones that fail, before anything is read.
+Where the boot id is unknown (not Linux), shards are fsynced instead.
+
+Measured on the benchmark's moto S3 (loaded machine, 20 MB in 4 MB shards):
+the two fsyncs per shard took the cold epoch from 0.58 s to 0.96 s.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import shutil
+from collections.abc import Iterator
+
+from dataset_kit import _files
+
+_BOOT_ID = "/proc/sys/kernel/random/boot_id"
+MARKER = ".boot"
+# A cached shard's name: the first 16 hex digits of its sha256, a dot, its name.
+_CACHED = re.compile(r"^([0-9a-f]{16})\.(.+)$")
+
+
+def cached_name(sha256: str, name: str) -> str:
+    """The cache's file name of shard ``name``: its sha256 prefix, a dot, its name."""
+    return f"{sha256[:16]}.{name}"
+
+
+def boot_id() -> str | None:
+    """This boot's id, or None where the system does not give one."""
+    try:
+        with open(_BOOT_ID) as f:
+            return f.read().strip() or None
+    except OSError:
+        return None
+
+
+@contextlib.contextmanager
+def publish(path: str, durable: bool) -> Iterator[str]:
+    """Yield a staging path to write; rename it to ``path`` if the block succeeds.
+
+    Args:
+        path: the cached shard to publish.
+        durable: fsync the file and the folder (where reboots cannot be told).
+    """
+    if durable:
+        with _files.atomic_write(path) as temp:
+            yield temp
+        return
+    temp = _files.staging_file(path)
+    try:
+        yield temp
+        os.replace(temp, path)
+    finally:
+        shutil.rmtree(os.path.dirname(temp), ignore_errors=True)
+
+
+def check_after_reboot(directory: str) -> None:
+    """Delete cached shards that fail their sha256 if ``directory`` was written in another boot.
+
+    Call under the cache-wide lock. Does nothing when the boot is the one
+    recorded, or unknown.
+    """
+    current = boot_id()
+    if current is None:
+        return
+    marker = os.path.join(directory, MARKER)
+    try:
+        with open(marker) as f:
+            if f.read().strip() == current:
+                return
+    except FileNotFoundError:
+        pass
+    for entry in os.scandir(directory):
+        match = _CACHED.match(entry.name)
+        if match and entry.is_file() and _sha256(entry.path)[:16] != match.group(1):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(entry.path)
+    with _files.atomic_write(marker) as temp, open(temp, "w") as f:
+        f.write(current)
+
+
+def _sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
