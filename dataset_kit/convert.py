@@ -138,9 +138,9 @@ def concat_examples(batch: Sequence[Any], device: Any = None, padding: Any = Non
     if isinstance(first, Mapping):
         keys = list(first)
         _check_structure(batch, Mapping, keys)
-        pads = _padding_per_key(padding, keys)
+        key_pads = _padding_per_key(padding, keys)
         return to_device(device, {
-            key: _concat_arrays([ex[key] for ex in batch], pads[key], f"key {key!r} of ")
+            key: _concat_arrays([ex[key] for ex in batch], key_pads[key], f"key {key!r} of ")
             for key in keys
         })
     _check_structure(batch, None, None)
@@ -151,7 +151,8 @@ def concat_examples(batch: Sequence[Any], device: Any = None, padding: Any = Non
     return to_device(device, _concat_arrays(list(batch), padding, ""))
 
 
-def _check_structure(batch: Sequence[Any], kind: type | None, layout: Any) -> None:
+def _check_structure(batch: Sequence[Any], kind: type[tuple] | type[Mapping] | None,
+                     layout: Any) -> None:
     for k, example in enumerate(batch):
         if kind is None:
             if isinstance(example, (tuple, Mapping)):

@@ -11,7 +11,6 @@ from dataset_kit.datasets.concatenated_dataset import ConcatenatedDataset
 from dataset_kit.datasets.csv_dataset import CSVArrayDataset
 from dataset_kit.datasets.gluon_dataset import Dataset
 from dataset_kit.datasets.gluon_vision import CIFAR10, CIFAR100, MNIST, FashionMNIST
-from dataset_kit.datasets.image_folder import ImageFolderDataset
 from dataset_kit.datasets.image_dataset import (
     ImageDataset,
     LabeledImageDataset,
@@ -19,6 +18,7 @@ from dataset_kit.datasets.image_dataset import (
     MultiZippedImageDataset,
     ZippedImageDataset,
 )
+from dataset_kit.datasets.image_folder import ImageFolderDataset
 from dataset_kit.datasets.mnist import (
     get_fashion_mnist,
     get_fashion_mnist_labels,
@@ -34,8 +34,6 @@ from dataset_kit.datasets.pickle_dataset import (
 )
 from dataset_kit.datasets.ptb import get_ptb_words, get_ptb_words_vocabulary
 from dataset_kit.datasets.record_dataset import ImageRecordDataset, RecordFileDataset
-from dataset_kit.datasets.svhn import get_svhn
-from dataset_kit.datasets.text_dataset import TextDataset
 from dataset_kit.datasets.sub_dataset import (
     SubDataset,
     get_cross_validation_datasets,
@@ -45,6 +43,8 @@ from dataset_kit.datasets.sub_dataset import (
     split_dataset_n_random,
     split_dataset_random,
 )
+from dataset_kit.datasets.svhn import get_svhn
+from dataset_kit.datasets.text_dataset import TextDataset
 from dataset_kit.datasets.transform_dataset import TransformDataset
 from dataset_kit.datasets.tuple_dataset import DictDataset, TupleDataset
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from dataset_kit._gather import take_rows
 from dataset_kit.batch import ExampleBatch
-from dataset_kit.dataset import fetch_examples
+from dataset_kit.dataset import MapDataset, fetch_examples
 from dataset_kit.datasets.gluon_dataset import Dataset, SimpleDataset, mxnet_in_use
 from dataset_kit.datasets.tuple_dataset import _check_lengths
 
@@ -31,7 +31,7 @@ class ArrayDataset(Dataset):
         ValueError: if no array is given or the lengths differ.
     """
 
-    def __init__(self, *arrays: Sequence) -> None:
+    def __init__(self, *arrays: MapDataset) -> None:
         if not arrays:
             raise ValueError("ArrayDataset needs at least one array, got none")
         self._length = _check_lengths({f"array {k}": a for k, a in enumerate(arrays)},
@@ -41,7 +41,9 @@ class ArrayDataset(Dataset):
             arrays = tuple(a.asnumpy() if isinstance(a, mx.nd.NDArray) and a.ndim == 1 else a
                            for a in arrays)
         self._arrays = arrays
-        self._all_arrays = all(isinstance(a, np.ndarray) and a.ndim >= 1 for a in arrays)
+        stacked = tuple(a for a in arrays if isinstance(a, np.ndarray) and a.ndim >= 1)
+        # All arrays as numpy arrays when every one is (one fancy index each), else None.
+        self._stacked = stacked if len(stacked) == len(arrays) else None
 
     def __len__(self) -> int:
         return self._length
@@ -52,9 +54,9 @@ class ArrayDataset(Dataset):
         return tuple(a[i] for a in self._arrays)
 
     def get_batch(self, indices: np.ndarray) -> Sequence[Any]:
-        if self._all_arrays:
-            columns = tuple(take_rows(a, indices) for a in self._arrays)
-            return ExampleBatch._trusted(columns[0] if len(columns) == 1 else columns,
+        if self._stacked is not None:
+            gathered = tuple(take_rows(a, indices) for a in self._stacked)
+            return ExampleBatch._trusted(gathered[0] if len(gathered) == 1 else gathered,
                                          len(indices))
         columns = [fetch_examples(a, indices) for a in self._arrays]
         return list(columns[0]) if len(columns) == 1 else list(zip(*columns))

@@ -69,7 +69,8 @@ def _archive(name: str, mirrors: Sequence[str] | None) -> str:
 def _unpickle(archive: tarfile.TarFile, member: str) -> dict:
     f = archive.extractfile(member)
     if f is None:
-        raise ValueError(f"{archive.name}: {member} is not a file")
+        # Our archives are opened from a str path, so name is that path.
+        raise ValueError(f"{os.fsdecode(archive.name or '')}: {member} is not a file")
     # The archives hold Python 2 pickles of numpy arrays and lists: latin-1,
     # as Chainer reads them.
     return pickle.load(f, encoding="latin-1")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -157,7 +157,7 @@ class CSVArrayDataset(DatasetMixin):
             self._raise_for_first_bad_line(block, rows)
         return values.reshape(-1, *self.row_shape)
 
-    def _raise_for_first_bad_line(self, block: bytes, rows: int | np.ndarray) -> None:
+    def _raise_for_first_bad_line(self, block: bytes, rows: int | np.ndarray) -> NoReturn:
         """Find the malformed line of a block that failed to parse, and name it (error path)."""
         k, reason = _csv_numbers.first_bad_line(block, self._columns, self.dtype)
         row = rows + k if isinstance(rows, int) else int(rows[k])

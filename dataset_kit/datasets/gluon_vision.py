@@ -151,7 +151,7 @@ def _cifar100_coarse_labels(train: bool) -> np.ndarray:
             raw = {split: np.asarray(cifar._unpickle(archive, f"cifar-100-python/{split}")
                                      ["coarse_labels"], dtype=np.uint8)
                    for split in ("train", "test")}
-        np.savez_compressed(path, **raw)
+        np.savez_compressed(path, train=raw["train"], test=raw["test"])
         return raw
 
     directory = get_dataset_directory(os.path.join("dataset_kit", "cifar"))

@@ -119,8 +119,9 @@ class ZippedImageDataset(DatasetMixin):
         return len(self._paths)
 
     def get_example(self, i_or_name: int | str) -> np.ndarray:
-        by_index = isinstance(i_or_name, (int, np.integer))
-        return self._decode(i_or_name, i_or_name if by_index else None)
+        if isinstance(i_or_name, (int, np.integer)):
+            return self._decode(i_or_name, i_or_name)
+        return self._decode(i_or_name, None)
 
     def _decode(self, i_or_name: int | str, index: int | None) -> np.ndarray:
         """Decode a member, named by its position or its name.

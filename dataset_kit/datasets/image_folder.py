@@ -39,7 +39,10 @@ class ImageFolderDataset(Dataset):
                  dtype: Any = None, label_dtype: Any = np.int32,
                  draft_size: tuple[int, int] | None = None) -> None:
         pillow()
-        self._draft_size = None if draft_size is None else tuple(int(v) for v in draft_size)
+        self._draft_size: tuple[int, int] | None = None
+        if draft_size is not None:
+            width, height = draft_size
+            self._draft_size = (int(width), int(height))
         self.root = os.fspath(root)
         if not os.path.exists(self.root):
             raise FileNotFoundError(f"image folder {self.root} does not exist")

@@ -8,10 +8,11 @@ file runs no code until an example is read.
 
 from __future__ import annotations
 
+import io
 import os
 import pickle
 import threading
-from typing import Any, BinaryIO
+from typing import Any, Protocol
 
 from dataset_kit import _files
 from dataset_kit.dataset import DatasetMixin
@@ -24,6 +25,14 @@ from dataset_kit.datasets._pickle_scan import (
 )
 
 
+class _BinaryWriter(Protocol):
+    """What PickleDatasetWriter needs of its writer (``flush`` is used where present)."""
+
+    def write(self, data: bytes, /) -> int: ...
+
+    def close(self) -> None: ...
+
+
 class PickleDatasetWriter:
     """Appends examples to ``writer`` as consecutive pickles (Chainer's writer).
 
@@ -32,7 +41,7 @@ class PickleDatasetWriter:
         protocol: the pickle protocol.
     """
 
-    def __init__(self, writer: BinaryIO, protocol: int = pickle.HIGHEST_PROTOCOL) -> None:
+    def __init__(self, writer: _BinaryWriter, protocol: int = pickle.HIGHEST_PROTOCOL) -> None:
         self._writer, self._protocol = writer, protocol
 
     def write(self, example: Any) -> None:
@@ -65,8 +74,9 @@ class _PathWriter(PickleDatasetWriter):
     then is it known whether it is the last.
     """
 
-    def __init__(self, writer: Any, protocol: int) -> None:
+    def __init__(self, writer: _files.AtomicFile, protocol: int) -> None:
         super().__init__(writer, protocol)
+        self._atomic = writer  # the same writer, with closed and abort()
         self._count = 0
         self._pending: bytes | None = None
 
@@ -84,15 +94,15 @@ class _PathWriter(PickleDatasetWriter):
 
     def close(self) -> None:
         """Write the last example with the end marker, then publish the file."""
-        if not self._writer.closed:
+        if not self._atomic.closed:
             self._write_pending(end_marker(self._count))
-        self._writer.close()
+        self._atomic.close()
 
     def __exit__(self, exc_type: Any, *rest: Any) -> None:
         if exc_type is None:
             self.close()
         else:
-            self._writer.abort()
+            self._atomic.abort()
 
 
 class _PathReader:
@@ -100,15 +110,16 @@ class _PathReader:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self._file: Any = None
+        self._file: io.BufferedReader | None = None
         self._pid: int | None = None
         self._closed = False
 
-    def _handle(self) -> BinaryIO:
+    def _handle(self) -> io.BufferedReader:
         if self._closed:
             raise ValueError(f"I/O on a closed pickle dataset ({self.path})")
         if self._pid != os.getpid():
             self._file, self._pid = open(self.path, "rb"), os.getpid()  # noqa: SIM115
+        assert self._file is not None  # set together with _pid
         return self._file
 
     def seekable(self) -> bool:

@@ -41,7 +41,9 @@ class RecordFileDataset(Dataset):
         return len(self._keys)
 
     def get_example(self, i: int) -> bytes:
-        return self._reader.read_idx(self._keys[i])
+        record = self._reader.read_idx(self._keys[i])
+        assert isinstance(record, bytes)  # a copy (copy=True) is always bytes
+        return record
 
     def record_view(self, i: int) -> Any:
         """Record ``i`` as a read-only view where it is one part (no second copy)."""
@@ -73,7 +75,9 @@ class ImageRecordDataset(RecordFileDataset):
         super().__init__(rec_path, idx_path)
         self._flag = flag
 
-    def get_example(self, i: int) -> tuple[np.ndarray, Any]:
+    # An image record dataset is a record file dataset whose examples are the
+    # decoded records (MXNet's class hierarchy), not the bytes.
+    def get_example(self, i: int) -> tuple[np.ndarray, Any]:  # type: ignore[override]
         from dataset_kit.recordio.header import unpack_img
 
         header, image = unpack_img(self.record_view(i), 1 if self._flag else 0, self._where(i))

@@ -12,8 +12,10 @@ from dataset_kit.dataset import DatasetMixin, fetch_examples
 
 
 def _as_order(order: Any, length: int) -> np.ndarray | None:
-    if order is None:
-        return None
+    return None if order is None else _check_order(order, length)
+
+
+def _check_order(order: Any, length: int) -> np.ndarray:
     array = np.asarray(order)
     if array.ndim != 1 or (array.size and array.dtype.kind not in "iu"):
         raise TypeError(f"order must be a 1-D integer array, got {array.dtype} {array.shape}")
@@ -22,7 +24,9 @@ def _as_order(order: Any, length: int) -> np.ndarray | None:
             f"order must have the length of the base dataset ({length}), got {len(array)}"
         )
     if array.size and (array.min() < 0 or array.max() >= length):
-        raise ValueError(f"order entries must lie in [0, {length}), got {array.min()}..{array.max()}")
+        raise ValueError(
+            f"order entries must lie in [0, {length}), got {array.min()}..{array.max()}"
+        )
     return array.astype(np.int64, copy=False)
 
 
@@ -206,7 +210,7 @@ def get_cross_validation_datasets(
     """
     length = len(dataset)
     n_folds = _check_parts("n_folds", n_folds)
-    order = np.arange(length) if order is None else _as_order(order, length).copy()
+    order = np.arange(length) if order is None else _check_order(order, length).copy()
     b = _borders(length, n_folds, balanced=True)
     folds = []
     for test_size in reversed([b[k + 1] - b[k] for k in range(n_folds)]):

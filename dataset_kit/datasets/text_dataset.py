@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -84,9 +83,11 @@ class TextDataset(DatasetMixin):
         if self._pid != os.getpid():
             if self._closed:
                 raise ValueError(f"I/O on a closed TextDataset ({self._paths})")
-            self._files = [io.open(path, "rt", encoding=enc, errors=err, newline=nl)
+            self._files = [open(path, encoding=enc, errors=err, newline=nl)
                            for path, (enc, err, nl) in zip(self._paths, self._options)]
             self._pid = os.getpid()
+        # _pid and _files are set together, and both cleared when pickled.
+        assert self._files is not None
         return self._files
 
     def __getstate__(self) -> dict:

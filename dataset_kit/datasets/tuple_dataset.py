@@ -9,10 +9,10 @@ import numpy as np
 
 from dataset_kit._gather import take_rows
 from dataset_kit.batch import ExampleBatch
-from dataset_kit.dataset import DatasetMixin, fetch_examples
+from dataset_kit.dataset import DatasetMixin, MapDataset, fetch_examples
 
 
-def _check_lengths(columns: dict[str, Sequence], what: str) -> int:
+def _check_lengths(columns: dict[str, MapDataset], what: str) -> int:
     lengths = {name: len(column) for name, column in columns.items()}
     if len(set(lengths.values())) > 1:
         described = ", ".join(f"{name}: {n}" for name, n in lengths.items())
@@ -20,7 +20,7 @@ def _check_lengths(columns: dict[str, Sequence], what: str) -> int:
     return next(iter(lengths.values()))
 
 
-def _gather(column: Sequence, indices: np.ndarray) -> Any:
+def _gather(column: MapDataset, indices: np.ndarray) -> Any:
     if isinstance(column, np.ndarray):
         return take_rows(column, indices)
     # A column may itself be a dataset that draws from example_rng().
@@ -55,14 +55,16 @@ class TupleDataset(DatasetMixin):
         ValueError: if no column is given or the lengths differ.
     """
 
-    def __init__(self, *datasets: Sequence) -> None:
+    def __init__(self, *datasets: MapDataset) -> None:
         if not datasets:
             raise ValueError("TupleDataset needs at least one column, got none")
         self._length = _check_lengths(
             {f"column {k}": d for k, d in enumerate(datasets)}, "TupleDataset"
         )
         self._datasets = datasets
-        self._all_arrays = all(isinstance(d, np.ndarray) for d in datasets)
+        arrays = tuple(d for d in datasets if isinstance(d, np.ndarray))
+        # All columns as arrays when every column is one (one fancy index each), else None.
+        self._arrays = arrays if len(arrays) == len(datasets) else None
 
     def __len__(self) -> int:
         return self._length
@@ -71,8 +73,8 @@ class TupleDataset(DatasetMixin):
         return tuple(d[i] for d in self._datasets)
 
     def get_batch(self, indices: np.ndarray) -> Sequence[tuple]:
-        if self._all_arrays:
-            return ExampleBatch._trusted(tuple([take_rows(d, indices) for d in self._datasets]),
+        if self._arrays is not None:
+            return ExampleBatch._trusted(tuple([take_rows(a, indices) for a in self._arrays]),
                                         len(indices))
         columns = [_gather(d, indices) for d in self._datasets]
         stacked = [_stacked(c) for c in columns]
@@ -94,12 +96,14 @@ class DictDataset(DatasetMixin):
         ValueError: if no column is given or the lengths differ.
     """
 
-    def __init__(self, **datasets: Sequence) -> None:
+    def __init__(self, **datasets: MapDataset) -> None:
         if not datasets:
             raise ValueError("DictDataset needs at least one column, got none")
         self._length = _check_lengths(datasets, "DictDataset")
         self._datasets = datasets
-        self._all_arrays = all(isinstance(d, np.ndarray) for d in datasets.values())
+        arrays = {name: d for name, d in datasets.items() if isinstance(d, np.ndarray)}
+        # All columns as arrays when every column is one (one fancy index each), else None.
+        self._arrays = arrays if len(arrays) == len(datasets) else None
 
     def __len__(self) -> int:
         return self._length
@@ -108,9 +112,9 @@ class DictDataset(DatasetMixin):
         return {name: d[i] for name, d in self._datasets.items()}
 
     def get_batch(self, indices: np.ndarray) -> Sequence[dict]:
-        if self._all_arrays:
+        if self._arrays is not None:
             return ExampleBatch._trusted(
-                {name: take_rows(d, indices) for name, d in self._datasets.items()}, len(indices))
+                {name: take_rows(a, indices) for name, a in self._arrays.items()}, len(indices))
         columns = {name: _gather(d, indices) for name, d in self._datasets.items()}
         keys = list(columns)
         return [dict(zip(keys, values)) for values in zip(*columns.values())]

@@ -64,22 +64,28 @@ class Concat(TabularDataset):
         return parts if step > 0 else parts[::-1]
 
     def _gather(self, rows: list[int], key_indices: tuple[int, ...] | None, width: int) -> tuple:
-        where, asked, offset = [], [], 0
-        for dataset in self._datasets:
-            mine = [(p, i - offset) for p, i in enumerate(rows) if offset <= i < offset + len(dataset)]
-            asked.append(dataset.get_examples([i for _, i in mine], key_indices) if mine else None)
-            where.append(mine)
-            offset += len(dataset)
-        used = [d for d, part in enumerate(asked) if part is not None]
-        if not used:
+        # For each dataset asked: its (asked position, local row) pairs and its answer.
+        where: dict[int, list[tuple[int, int]]] = {}
+        answers: dict[int, tuple] = {}
+        offset = 0
+        for d, dataset in enumerate(self._datasets):
+            end = offset + len(dataset)
+            mine = [(p, i - offset) for p, i in enumerate(rows) if offset <= i < end]
+            if mine:
+                answers[d] = dataset.get_examples([i for _, i in mine], key_indices)
+                where[d] = mine
+            offset = end
+        if not answers:
             return tuple([] for _ in range(width))
-        if len(used) == 1:
-            return asked[used[0]]
-        slot = [None] * len(rows)
-        for d in used:
-            for k, (p, _) in enumerate(where[d]):
+        if len(answers) == 1:
+            return next(iter(answers.values()))
+        # Chainer's protocol: rows are valid, so each lies in exactly one dataset.
+        slot: dict[int, tuple[int, int]] = {}
+        for d, mine in where.items():
+            for k, (p, _) in enumerate(mine):
                 slot[p] = (d, k)
-        return tuple([asked[d][c][k] for d, k in slot] for c in range(width))
+        located = [slot[p] for p in range(len(rows))]
+        return tuple([answers[d][c][k] for d, k in located] for c in range(width))
 
     def convert(self, data: Any) -> Any:
         return self._datasets[0].convert(data)

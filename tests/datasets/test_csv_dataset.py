@@ -38,7 +38,7 @@ def read_all(path, row_shape=(2,), **kwargs):
 def test_a_missing_value_is_an_error_naming_the_file_line_and_column(tmp_path, parser, cell):
     path = tmp_path / "m.csv"
     path.write_text(f"1,2\n3,4\n5,{cell}\n7,8\n")
-    with pytest.raises(ValueError, match=rf"m.csv, line 3: missing value .* column 2"):
+    with pytest.raises(ValueError, match=r"m.csv, line 3: missing value .* column 2"):
         CSVArrayDataset(path, (2,))[:]
     with pytest.raises(ValueError, match=r"line 3"):
         CSVArrayDataset(path, (2,))[2]

@@ -1,4 +1,4 @@
-"""Pickle datasets: opening runs no code, and a cut or corrupt file is an error naming the offset."""
+"""Pickle datasets: opening runs no code; a cut or corrupt file is an error naming the offset."""
 
 import pickle
 import re
@@ -8,7 +8,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dataset_kit.datasets import PickleDatasetWriter, open_pickle_dataset, open_pickle_dataset_writer
+from dataset_kit.datasets import (
+    PickleDatasetWriter,
+    open_pickle_dataset,
+    open_pickle_dataset_writer,
+)
 
 EXAMPLES = [{"k": 0, "x": np.arange(3)}, "two", (3, 3.5, None), b"\x00" * 70_000, [5] * 40]
 
