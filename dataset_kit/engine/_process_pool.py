@@ -28,10 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dataset_kit.engine import _shm, _wire
-from dataset_kit.engine.errors import BatchTimeoutError, TimeoutWarning, WorkerDiedError, WorkerError
 from dataset_kit.engine._lifeline import Lifeline, keep_from_children, release
 from dataset_kit.engine._messages import (
-    Done,
     Failed,
     Forget,
     Retire,
@@ -41,6 +39,12 @@ from dataset_kit.engine._messages import (
 )
 from dataset_kit.engine._transport import Channel, Transport, _Undecodable
 from dataset_kit.engine._worker import worker_main
+from dataset_kit.engine.errors import (
+    BatchTimeoutError,
+    TimeoutWarning,
+    WorkerDiedError,
+    WorkerError,
+)
 
 # The longest the caller's thread sleeps between checks of the timeouts.
 POLL_SECONDS = 0.25

@@ -41,12 +41,12 @@ from dataset_kit._checks import non_negative_int, positive_int
 from dataset_kit._example_context import map_examples
 from dataset_kit.convert import concat_examples
 from dataset_kit.dataset import DatasetMixin
+from dataset_kit.engine import DEFAULT_BATCH_TIMEOUT, Engine, ExecutorSpec
 from dataset_kit.image._draws import one_generator
 from dataset_kit.image.augmenters import CreateAugmenter
 from dataset_kit.image.functional import decode_hwc
 from dataset_kit.io._engine_iter import EngineDataIter
 from dataset_kit.io.data_iter import DataDesc
-from dataset_kit.engine import DEFAULT_BATCH_TIMEOUT, Engine, ExecutorSpec
 from dataset_kit.recordio.header import unpack
 from dataset_kit.recordio.record_file import IndexedRecordReader
 

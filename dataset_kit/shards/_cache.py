@@ -62,7 +62,8 @@ class ShardCache:
         self.directory, self.url, self.storage_options = directory, url, storage_options
         self._fs: tuple[int, Any, str] | None = None
         self.manifest, self.cache_limit = manifest, cache_limit
-        self.options: dict[str, Any] = {"timeout": timeout, "retries": retries, "chunk_size": chunk_size}
+        self.options: dict[str, Any] = {"timeout": timeout, "retries": retries,
+                                        "chunk_size": chunk_size}
         self.names = {cached_name(s) for s in manifest.shards}
         os.makedirs(directory, exist_ok=True)
         # Shards are published without fsync where a reboot can be told (see _reboot).

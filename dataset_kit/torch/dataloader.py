@@ -31,8 +31,13 @@ from collections.abc import Callable, Iterator
 from typing import Any, Generic, TypeVar
 
 import torch
-from torch.utils.data import (BatchSampler, IterableDataset, IterDataPipe, RandomSampler,
-                              SequentialSampler)
+from torch.utils.data import (
+    BatchSampler,
+    IterableDataset,
+    IterDataPipe,
+    RandomSampler,
+    SequentialSampler,
+)
 from torch.utils.data import DataLoader as _TorchDataLoader
 from torch.utils.data import default_collate as _torch_default_collate
 from torch.utils.data._utils.pin_memory import pin_memory as _pin

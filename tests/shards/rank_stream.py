@@ -18,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from dataset_kit.distributed import ShardedIterator, as_communicator  # noqa: E402
-from dataset_kit.shards import StreamingDataset  # noqa: E402
+from dataset_kit.shards import ShardOrderSampler, StreamingDataset  # noqa: E402
 
 
 def _connect(engine: str):
@@ -41,7 +41,10 @@ def main() -> None:
     try:
         ds = StreamingDataset(config["url"], local=config["cache"],
                               storage_options=config["options"])
-        it = ShardedIterator(ds, config["batch"], comm, seed=7)
+        # The shard-aware global order, cut among the ranks: each rank reads
+        # few shards at a time, and an N -> M resume continues the same order.
+        order = ShardOrderSampler(ds, block_shards=2, seed=7)
+        it = ShardedIterator(ds, config["batch"], comm, seed=7, order_sampler=order)
         report: dict = {}
         if scenario == "epochs":
             report["epochs"] = []

@@ -6,9 +6,14 @@ import numpy as np
 import pytest
 
 from dataset_kit.iterators import MultiprocessIterator, SerialIterator
-from dataset_kit.shards import (CacheFullError, ShardDownloadError, ShardIntegrityError,
-                                ShardOrderSampler, ShardTimeoutError, ShardWriter,
-                                StreamingDataset)
+from dataset_kit.shards import (
+    CacheFullError,
+    ShardIntegrityError,
+    ShardOrderSampler,
+    ShardTimeoutError,
+    ShardWriter,
+    StreamingDataset,
+)
 from dataset_kit.shards._cache import cached_name
 from tests.http_server import Route
 from tests.shards.conftest import check, small_tmpfs, write

@@ -80,7 +80,7 @@ def test_two_ranks_resumed_on_three_see_exactly_the_remaining_samples(engine, co
     before = _ranks(saved)
     states = [report["state"] for report in before]
     assert all(state == states[0] for state in states)
-    assert states[0]["global_position"] == 2 * 3 * BATCH
+    assert states[0]["door"]["global_position"] == 2 * 3 * BATCH
     state_file = tmp_path / "state.json"
     state_file.write_text(json.dumps(states[0]))
     launch(engine, 3, "resume", resumed, dict(config, state=str(state_file)))
