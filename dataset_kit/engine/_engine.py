@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import copy
 from collections import deque
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +23,7 @@ import numpy as np
 
 from dataset_kit._checks import non_negative_int, positive_int
 from dataset_kit.engine import _checkpoint, _upgrades
+from dataset_kit.engine._epoch import EpochIterator
 from dataset_kit.engine._executor_spec import ExecutorSpec, make_executor
 from dataset_kit.engine._executors import Executor, SerialExecutor
 from dataset_kit.engine._orders import Orders
@@ -168,30 +168,21 @@ class Engine:
         """Return how many batches the current epoch gives, rolled-over examples included."""
         return self._spec.batches_per_epoch(self._position.carry)
 
-    def epoch(self) -> Iterator[Any]:
-        """Yield the batches of one epoch: the one in progress, or the next one.
+    def epoch(self) -> EpochIterator:
+        """Return an iterator over the batches of one epoch: the one in progress, or the next one.
 
-        Ends after the batch that ends the epoch, or when a non-repeating
+        It ends after the batch that ends the epoch, or when a non-repeating
         engine has no batch left. An epoch without a batch (an empty
         dataset, or ``'discard'``/``'rollover'`` with batches larger than
         the epoch) yields nothing and is consumed. This is the loop every
-        door that gives one epoch per ``iter()`` uses.
+        door that gives one epoch per ``iter()`` uses; a batch whose building
+        raised is not consumed, and the iterator can be asked again.
 
         Raises:
-            RuntimeError: if the executor was closed or has failed.
-            Exception: whatever building a batch raised (the batch was not
-                consumed).
+            RuntimeError: (on ``next``) if the executor was closed or has failed.
+            Exception: (on ``next``) whatever building a batch raised.
         """
-        if self._spec.epoch_size == 0 or self.skip_empty_epoch():
-            return
-        while True:
-            try:
-                batch = self.next()
-            except StopIteration:
-                return
-            yield batch
-            if self._position.is_new_epoch:
-                return
+        return EpochIterator(self)
 
     # -- batches ---------------------------------------------------------------
 

@@ -314,7 +314,7 @@ class _EpochIterator:
         self._loader = loader
         self._iteration = iteration
         self._pin = pin
-        self._done = loader._engine.spec.epoch_size == 0
+        self._batches = loader._engine.epoch()
 
     def __iter__(self) -> _EpochIterator:
         return self
@@ -324,11 +324,10 @@ class _EpochIterator:
 
     def __next__(self) -> Any:
         loader = self._loader
-        if self._done or loader._iterations != self._iteration:
+        if loader._iterations != self._iteration:
             raise StopIteration
-        engine = loader._engine
         try:
-            batch = engine.next()
+            batch = next(self._batches)
         except BatchTimeoutError as error:
             raise BatchTimeoutError(f"DataLoader timed out after {loader.timeout} seconds: "
                                     f"{error}") from None
@@ -342,8 +341,6 @@ class _EpochIterator:
             # PyTorch, its own type; the WorkerError naming the worker is its cause.
             error.__cause__ = None
             raise original from error
-        if engine.position.is_new_epoch:
-            self._done = True
         if isinstance(batch, Failed):
             batch.reraise()  # this batch is consumed: the next call goes on
         if loader._default_collate:

@@ -63,3 +63,32 @@ def test_door_facing_properties_are_read_only():
 def test_the_public_surface_is_importable_from_the_package():
     for name in engine_api.__all__:
         assert getattr(engine_api, name) is not None
+
+
+class _FailsOnce:
+    """Six examples; reading example 3 raises the first time only."""
+
+    def __init__(self) -> None:
+        self.failed = False
+
+    def __len__(self) -> int:
+        return 6
+
+    def __getitem__(self, i: int) -> int:
+        if i == 3 and not self.failed:
+            self.failed = True
+            raise OSError("example 3 is not there yet")
+        return i
+
+
+@pytest.mark.parametrize("kind", ["serial", "thread"])
+def test_an_epoch_goes_on_after_a_failed_batch_and_rebuilds_it(kind):
+    executor = ExecutorSpec(kind, workers=1) if kind != "serial" else ExecutorSpec()
+    engine = Engine(_FailsOnce(), batch_size=2, shuffle=False, executor=executor)
+    batches = engine.epoch()
+    assert next(batches) == [0, 1]
+    with pytest.raises(OSError, match="example 3"):
+        next(batches)
+    assert engine.position.current_position == 2  # the failed batch was not consumed
+    assert list(batches) == [[2, 3], [4, 5]]
+    assert engine.position.is_new_epoch
