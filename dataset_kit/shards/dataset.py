@@ -123,7 +123,7 @@ class StreamingDataset(DatasetMixin):
         fields = self._shard(shard).fields(offset)
         return {name: self._decode[name](data) for (name, _), data in zip(self._columns, fields)}
 
-    def get_examples(self, indices: np.ndarray) -> Sequence[Any]:
+    def get_batch(self, indices: np.ndarray) -> Sequence[Any]:
         """Return the examples at ``indices``, a shard at a time.
 
         The shards the batch needs are downloaded first (in parallel), then
