@@ -151,3 +151,28 @@ def test_fetch_examples_handles_lists_and_arrays():
     batch = fetch_examples(np.arange(3) * 10, idx)
     assert isinstance(batch, dataset_kit.ExampleBatch)
     assert list(batch) == [20, 0]
+
+
+def _package_subclasses(cls):
+    for sub in cls.__subclasses__():
+        if sub.__module__.startswith("dataset_kit."):
+            yield sub
+        yield from _package_subclasses(sub)
+
+
+def test_the_package_datasets_define_get_batch_not_the_old_hook():
+    # Only Chainer's tabular datasets define get_examples: there it is their
+    # column protocol, get_examples(indices, key_indices), not a batch hook.
+    import importlib
+    import pkgutil
+
+    for module in pkgutil.walk_packages(dataset_kit.__path__, "dataset_kit."):
+        try:
+            importlib.import_module(module.name)
+        except ModuleNotFoundError as error:  # an optional extra (mxnet, ...) not installed
+            assert not (error.name or "").startswith("dataset_kit"), error
+    doors = set(_package_subclasses(DatasetMixin))
+    assert {"StreamingDataset", "_ImageExamples"} <= {c.__name__ for c in doors}
+    old = [c for c in doors if "get_examples" in c.__dict__
+           and not issubclass(c, dataset_kit.TabularDataset)]
+    assert old == []

@@ -263,6 +263,9 @@ class ProcessExecutor(_Closable):
     def _collect_one(self, handle: tuple) -> Any:
         task_id, worker = handle
         try:
+            # submit() started the pool the handle came from; only close() and
+            # reopen() drop it, and a closed executor is never asked to collect.
+            assert self._pool is not None, "collect() of a handle from a dropped pool"
             return self._pool.receive(worker, task_id)
         except WorkerError as error:
             if isinstance(error, (WorkerDiedError, BatchTimeoutError)):

@@ -137,7 +137,9 @@ class ProcessPool:
         keep_from_children(parent_end.fileno())
         config = WorkerConfig(index=index, n_workers=self.n_workers, payload=self._payload,
                               prefix=self.prefix, use_shm=self.use_shm)
-        process = self._context.Process(
+        # typeshed types get_context()'s result as BaseContext, which lacks Process;
+        # every concrete context (fork, spawn, forkserver) has it.
+        process = self._context.Process(  # type: ignore[attr-defined]
             target=worker_main, name=f"dataset_kit-worker-{index}", daemon=True,
             args=(config, child_end, self._lifeline.child_end))
         try:

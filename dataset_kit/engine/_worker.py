@@ -86,6 +86,7 @@ def worker_main(config: WorkerConfig, conn: Any, lifeline: Any) -> None:
                     block.close()
             continue
         task: Task = message
+        reply: Done | Failed
         # Gathers write straight into the block lent with the task, if any.
         arena = _arena_for(task, blocks) if config.use_shm else None
         previous = _gather.install(arena)
@@ -200,7 +201,8 @@ def _pack(task: Task, batch: Any, blocks: dict, config: WorkerConfig, created: i
             return Done(task.task_id, _wire.stacked_batch(structure, columns), None, 0, 0), \
                 created
         offsets, total = _wire.layout_sizes(sizes, start)
-        fresh = arena is not None and total > task.lent[1]
+        # A lent block is what the arena writes into (there is one iff one was lent).
+        fresh = task.lent is not None and total > task.lent[1]
         if fresh:  # a new block; the lent one holds what the columns are read from
             offsets, total = _wire.layout_sizes(sizes)
         name, size, block, created = _block_for(task, total, blocks, config, created, fresh)
@@ -212,12 +214,12 @@ def _pack(task: Task, batch: Any, blocks: dict, config: WorkerConfig, created: i
         return Done(task.task_id, skeleton, None, 0, 0), created
     # Arrays gathered into the lent block stay; the others go after them.
     at = [None if arena is None else arena.offset_of(a) for a in arrays]
-    others, total = _wire.layout([a for a, o in zip(arrays, at) if o is None])
-    others = iter(o + start for o in others)
+    placed, total = _wire.layout([a for a, o in zip(arrays, at) if o is None])
+    others = iter(o + start for o in placed)
     offsets = [next(others) if o is None else o for o in at]
     total += start
-    in_place = [o is not None for o in at]
-    fresh = arena is not None and total > task.lent[1]
+    in_place: list[bool] | None = [o is not None for o in at]
+    fresh = task.lent is not None and total > task.lent[1]
     if fresh:  # a new block; the lent one holds arrays to copy from
         offsets, total = _wire.layout(arrays)
         in_place = None

@@ -40,7 +40,10 @@ MXNET_GRAY_WEIGHTS = tuple(reversed(color.GRAY_WEIGHTS))
 
 
 def _resize_to(image: np.ndarray, width: int, height: int, interpolation: int) -> np.ndarray:
-    """Resize as MXNet does: OpenCV where installed (its pixels, several times faster), else Pillow."""
+    """Resize as MXNet does: OpenCV where installed (its pixels, several times faster).
+
+    Pillow otherwise.
+    """
     if image.shape[1] == width and image.shape[0] == height:
         return image
     return _resize.resize(image, width, height, interpolation)
@@ -48,7 +51,10 @@ def _resize_to(image: np.ndarray, width: int, height: int, interpolation: int) -
 
 @dataclass(frozen=True)
 class AugmentParams:
-    """MXNet's ``DefaultImageAugmentParam`` and ``ImageNormalizeParam`` (validated by the iterator)."""
+    """MXNet's ``DefaultImageAugmentParam`` and ``ImageNormalizeParam``.
+
+    The iterator validates them.
+    """
 
     data_shape: tuple
     resize: int = -1
@@ -218,7 +224,7 @@ class RecordAugment:
                            zip(draws, (p.random_h, p.random_s, p.random_l)))
             image = color.shift_hls(image, h, light, s)
         if p.pca_noise > 0:
-            image = color.pca_lighting(image, rng.normal(0, p.pca_noise, 3))
+            image = color.pca_lighting(image, rng.normal(0, p.pca_noise, 3).tolist())
         return image
 
     def _normalize(self, image: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -118,6 +118,7 @@ class _ImageExamples(DatasetMixin):
                 raise ValueError(f"{where}: {error}") from None
             labels = header.label if self._items is None else self._items[key][1]
             return bytes(data), labels, where
+        assert self._items is not None  # without a record file, a list gives the images
         _, labels, name, origin = self._items[key]
         path = os.path.join(self._root, name) if self._root else name
         where = f"{path} ({origin}, index {i})"
@@ -152,7 +153,7 @@ class _ImageExamples(DatasetMixin):
     def get_example(self, i: int) -> tuple:
         return self._one(i)
 
-    def get_examples(self, indices: np.ndarray) -> list:
+    def get_batch(self, indices: np.ndarray) -> list:
         return map_examples(self._one, indices)
 
 
@@ -244,6 +245,7 @@ class ImageIter(EngineDataIter):
             if not path_imgidx:
                 items = None  # MXNet reads a record file without index sequentially: header labels
         else:
+            assert items is not None  # _check: without path_imgrec, a list was given
             keys = list(items)
         if num_parts > 1:
             size = len(keys) // num_parts

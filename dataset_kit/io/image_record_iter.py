@@ -121,7 +121,7 @@ class _Augmented(DatasetMixin):
     def get_example(self, i: int) -> tuple:
         return self._one(i)
 
-    def get_examples(self, indices: np.ndarray) -> list:
+    def get_batch(self, indices: np.ndarray) -> list:
         return map_examples(self._one, indices)
 
 

@@ -12,7 +12,7 @@ from dataset_kit.iterators._chainer_api import ChainerIterator
 class MultithreadIterator(ChainerIterator):
     """Yields batches built ahead of time by a pool of threads.
 
-    Each thread builds whole batches (one ``get_examples`` call each), and
+    Each thread builds whole batches (one ``get_batch`` call each), and
     batches are delivered in order. For the same seed the batches are
     identical to :class:`~dataset_kit.iterators.SerialIterator`'s, whatever
     ``n_threads`` is. Useful when examples wait on I/O or on code that

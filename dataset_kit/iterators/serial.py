@@ -12,7 +12,7 @@ class SerialIterator(ChainerIterator):
     """Yields batches of a dataset, built one at a time in the calling thread.
 
     Each batch is fetched with one ``dataset[index_array]``-style call
-    (:meth:`~dataset_kit.DatasetMixin.get_examples`). With ``repeat=True`` the
+    (:meth:`~dataset_kit.DatasetMixin.get_batch`). With ``repeat=True`` the
     iterator never stops and a batch that crosses an epoch end is completed
     from the next epoch; with ``repeat=False`` it stops after one epoch, the
     last batch possibly short. ``last_batch`` chooses another end of epoch.

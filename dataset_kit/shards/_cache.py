@@ -171,7 +171,7 @@ class ShardCache:
                         self._reserve(out, info.bytes)
                     else:
                         with _files.lock_for(os.path.join(self.directory, ".room")):
-                            self._make_room(info.bytes, info.name, keep)
+                            self._make_room(info.bytes, info.name, keep, self.cache_limit)
                             self._reserve(out, info.bytes)
                     fs, root = self.fs
                     digest = hashlib.sha256()
@@ -206,11 +206,14 @@ class ShardCache:
                     total += os.stat(os.path.join(base, name)).st_size
         return total
 
-    def _make_room(self, need: int, name: str, keep: frozenset[str]) -> None:
-        """Evict least-recently-used shards not in use nor in ``keep`` until ``need`` more fit."""
+    def _make_room(self, need: int, name: str, keep: frozenset[str], limit: int) -> None:
+        """Evict least-recently-used shards not in use nor in ``keep`` until ``need`` more fit.
+
+        ``limit`` is ``cache_limit``, passed by the caller that checked it is set.
+        """
         self._remove_dead_downloads()
         usage = self.usage()
-        if usage + need <= self.cache_limit:
+        if usage + need <= limit:
             return
         cached = []
         for entry in os.scandir(self.directory):
@@ -218,10 +221,10 @@ class ShardCache:
                 with contextlib.suppress(FileNotFoundError):
                     cached.append((entry.stat().st_mtime_ns, entry.path))
         for _, victim in sorted(cached):
-            if usage + need <= self.cache_limit:
+            if usage + need <= limit:
                 break
             usage -= _evict(victim)
-        if usage + need > self.cache_limit:
+        if usage + need > limit:
             raise CacheFullError(
                 errno.ENOSPC, f"the cache {self.directory} (cache_limit {self.cache_limit} "
                 f"bytes) cannot hold shard {name} ({need} bytes): {usage} bytes are taken by "

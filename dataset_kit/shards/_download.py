@@ -71,8 +71,10 @@ def download(fs: Any, path: str, url: str, size: int, out: BinaryIO, digest: Any
         ShardDownloadError: if ``retries`` consecutive ranges failed, or the
             store has fewer bytes than the manifest says.
     """
+    if not size:
+        return
     received, failures = 0, 0
-    pending = _Read(fs, path, 0, min(size, chunk_size)) if size else None
+    pending = _Read(fs, path, 0, min(size, chunk_size))
     while received < size:
         end = pending.end
         try:

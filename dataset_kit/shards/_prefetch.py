@@ -166,7 +166,8 @@ class Prefetcher:
     def _plan(self, number: int, plan: OrderPlan, epoch: int, shards: set[int],
               batch: set[int], ahead: int, fit: int | None) -> None:
         """Replace the shards to download by those the reader needs next."""
-        upcoming, block = [], set()
+        upcoming: list[int] = []
+        block: set[int] = set()
         with contextlib.suppress(Exception):
             upcoming, block = plan.upcoming(epoch, shards)
         keep = block | batch  # the batch may reach into the epoch before

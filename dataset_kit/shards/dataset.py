@@ -104,10 +104,9 @@ class StreamingDataset(DatasetMixin):
         #: The order a ShardOrderSampler in use plans (it records itself here).
         self.prefetch_plan = OrderPlan()
         self._ahead = non_negative_int("prefetch_shards", prefetch_shards)
+        self._fit: int | None = None  # shards the cache holds at once; None: no limit
         if cache_limit is not None:
             self._fit = cache_limit // max(s.bytes for s in self.manifest.shards)
-        else:
-            self._fit = None
         self._prefetcher = Prefetcher(self._cache)
         self._last_prefetch: tuple | None = None
 
@@ -124,7 +123,7 @@ class StreamingDataset(DatasetMixin):
         fields = self._shard(shard).fields(offset)
         return {name: self._decode[name](data) for (name, _), data in zip(self._columns, fields)}
 
-    def get_examples(self, indices: np.ndarray) -> Sequence[Any]:
+    def get_batch(self, indices: np.ndarray) -> Sequence[Any]:
         """Return the examples at ``indices``, a shard at a time.
 
         The shards the batch needs are downloaded first (in parallel), then
@@ -192,7 +191,7 @@ class StreamingDataset(DatasetMixin):
         if context is None or not self._ahead or not shards:
             return  # not inside an iterator: no planned order to follow
         epochs, batch = context.epochs, shards
-        if np.ndim(epochs) == 0:
+        if not isinstance(epochs, np.ndarray) or epochs.ndim == 0:
             epoch = int(epochs)
         else:  # a batch that crosses into the next epoch: plan from its last part
             epoch = int(epochs[-1])

@@ -318,7 +318,7 @@ class _ReadsCache(DataSource):
     def _get_data(self, position: int) -> tuple:
         return tuple(np.array(c[0]) for c in self._columns(np.array([position])))
 
-    def get_examples(self, indices: np.ndarray) -> ExampleBatch:
+    def get_batch(self, indices: np.ndarray) -> ExampleBatch:
         """Gather a batch chunk by chunk, one ``preadv`` per variable and run of rows."""
         return ExampleBatch(tuple(self._columns(np.asarray(indices))))
 

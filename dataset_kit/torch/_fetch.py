@@ -41,6 +41,7 @@ class Failed:
         """Raise the exception, as PyTorch's ``_process_data`` does."""
         if self.wrapper is not None:
             self.wrapper.reraise()
+        assert self.error is not None  # __init__ sets exactly one of error and wrapper
         raise self.error
 
 

@@ -193,24 +193,28 @@ class DataLoader(Generic[_T_co]):
                                    base_seed_every_epoch=not persistent_workers)
         seed = (generator.initial_seed() if generator is not None else torch.initial_seed())
         fetched = Fetch(dataset)
+        depth, worker_start = None, None
+        if num_workers > 0:
+            assert prefetch_factor is not None  # defaulted to 2 above with workers
+            depth = max(1, prefetch_factor * num_workers)
+            worker_start = WorkerStart(dataset, worker_init_fn, 0)
         executor = ExecutorSpec(
             "serial" if num_workers == 0 else "process", workers=num_workers,
-            depth=None if num_workers == 0 else max(1, prefetch_factor * num_workers),
-            start_method=start_method,
+            depth=depth, start_method=start_method,
             timeout=None if timeout == 0 else timeout,
-            converter=Collate(collate_fn, auto),
-            worker_init=None if num_workers == 0 else WorkerStart(dataset, worker_init_fn, 0))
+            converter=Collate(collate_fn, auto), worker_init=worker_start)
         self._engine = Engine(fetched, batch_size=None, order_sampler=self._order,
                               seed=seed & _SEED_MASK, last_batch="keep", executor=executor)
         # The first epoch is drawn: a sampler yielding lists makes each one a key
         # (workers start with the first batch, so they get this as well).
         fetched.key_type = self._order.key_type
-        self._worker_start = executor.worker_init  # its base seed is set by iter()
+        self._worker_start = worker_start  # its base seed is set by iter()
         self._iterations = 0  # iter() calls: an older iterator stops when a newer starts
         self._resuming = False
         self._initialized = True
         # PyTorch's warning for more workers than CPUs (it reads num_workers only).
-        _TorchDataLoader.check_worker_number_rationality(self)
+        # Not a torch DataLoader subclass, which torch's annotation of self asks for.
+        _TorchDataLoader.check_worker_number_rationality(self)  # type: ignore[arg-type]
 
     def __setattr__(self, attr: str, value: Any) -> None:
         if attr in _FIXED and getattr(self, "_initialized", False):
@@ -256,7 +260,9 @@ class DataLoader(Generic[_T_co]):
             warnings.warn("'pin_memory' argument is set as true but no accelerator is found, "
                           "then device pinned memory won't be used.", stacklevel=3)
             return None
-        return torch.accelerator.current_accelerator().type
+        device = torch.accelerator.current_accelerator()
+        assert device is not None  # is_available(): there is a current accelerator
+        return device.type
 
     def __len__(self) -> int:
         """Batches per epoch (examples, without auto-batching), as PyTorch counts them."""

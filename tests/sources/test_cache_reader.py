@@ -160,14 +160,14 @@ def test_a_chunk_copied_over_while_open_is_refused_not_served(tmp_path):
     _build(tmp_path / "a")
     _build(tmp_path / "b", load=lambda i: _example(i + 100))
     source = CacheDataSource(tmp_path / "a")
-    assert source.get_examples(np.array([12, 3])).columns[1][:, 0].tolist() == [12, 3]
+    assert source.get_batch(np.array([12, 3])).columns[1][:, 0].tolist() == [12, 3]
     # cp of a file of the same size: same inode, new bytes (rsync --inplace does the same)
     name = "cache_00000010_00000019.npy"
     with open(tmp_path / "b" / name, "rb") as src, open(tmp_path / "a" / name, "r+b") as dst:
         shutil.copyfileobj(src, dst)
     with pytest.raises(CacheFormatError, match=f"{name} changed after the reader opened"):
-        source.get_examples(np.array([14, 11]))
-    assert source.get_examples(np.array([5])).columns[1][:, 0].tolist() == [5]  # others read
+        source.get_batch(np.array([14, 11]))
+    assert source.get_batch(np.array([5])).columns[1][:, 0].tolist() == [5]  # others read
 
 
 _TRUNCATE = """
@@ -175,11 +175,11 @@ _TRUNCATE = """
     import numpy as np
     from dataset_kit.sources import CacheDataSource, CacheFormatError
     source = CacheDataSource(sys.argv[1])
-    source.get_examples(np.array([5, 2, 17]))  # scattered rows: mapped, before
+    source.get_batch(np.array([5, 2, 17]))  # scattered rows: mapped, before
     source._get_data(19)
     with open(sys.argv[2], "r+b") as f:  # what cp does first: O_TRUNC
         f.truncate(64)
-    for read in (lambda: source.get_examples(np.array([27, 12, 18])),
+    for read in (lambda: source.get_batch(np.array([27, 12, 18])),
                  lambda: source._get_data(18)):
         try:
             read()
@@ -231,11 +231,11 @@ _READER = """
     import numpy as np
     from dataset_kit.sources import CacheDataSource, CacheFormatError
     source = CacheDataSource(sys.argv[1])
-    labels = source.get_examples(np.arange(source.size)).columns[1][:, 0]
+    labels = source.get_batch(np.arange(source.size)).columns[1][:, 0]
     print("ready", source.size, int(labels.sum()), flush=True)
     sys.stdin.readline()  # the other job rebuilds the cache meanwhile
     try:
-        print("served", source.get_examples(np.array([3, 150, 199])).columns[1][:, 0].tolist())
+        print("served", source.get_batch(np.array([3, 150, 199])).columns[1][:, 0].tolist())
     except CacheFormatError as error:
         print("refused:", error)
 """

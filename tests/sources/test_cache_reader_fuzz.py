@@ -62,12 +62,12 @@ def _read_every_way(cache: str) -> list[list[np.ndarray]]:
     source = CacheDataSource(cache)
     assert source.size == N
     order = np.random.default_rng(0).permutation(N)
-    batch = source.get_examples(order).columns
+    batch = source.get_batch(order).columns
     in_order = [np.empty_like(c) for c in batch]
     for c, got in zip(in_order, batch):
         c[order] = got
     singles = [np.stack(parts) for parts in zip(*(source._get_data(i) for i in range(N)))]
-    return [list(source.get_examples(np.arange(N)).columns), in_order, singles]
+    return [list(source.get_batch(np.arange(N)).columns), in_order, singles]
 
 
 @given(damages=st.lists(st.tuples(st.sampled_from([INDEX_FILE, INFO_FILE, "chunk0", "chunk2"]),
