@@ -106,6 +106,11 @@ def parse(read: Callable[[int, int], memoryview], offset: int, size: int, where:
                 return None, position
             continue
         data = read(start, length)
+        if cflag != 0:
+            # A writer (ours and MXNet's) splits a payload at every aligned magic,
+            # so a part holding one has a damaged length that swallowed a header.
+            # Checked for parts only: they are rare and copied here anyway.
+            _check_no_aligned_magic(data, start, where)
         if cflag == 0:
             _check_next(read, offset, position, size, end, where)
             return data, position
@@ -117,6 +122,18 @@ def parse(read: Callable[[int, int], memoryview], offset: int, size: int, where:
         if cflag == 3:
             _check_next(read, offset, position, size, end, where)
             return bytes(joined), position
+
+
+def _check_no_aligned_magic(data: bytes | memoryview, start: int, where: str) -> None:
+    """Refuse a part whose data holds the record magic at a 4-byte-aligned offset."""
+    data = bytes(data)
+    found = data.find(MAGIC_BYTES)
+    while found != -1:
+        if found % 4 == 0:
+            raise RecordIOError(f"{where}: the record part at offset {start - 8} holds a record "
+                                f"header at offset {start + found}, which a writer never "
+                                f"leaves inside a part (a damaged length)")
+        found = data.find(MAGIC_BYTES, found + 1)
 
 
 def _check_next(read: Callable[[int, int], memoryview], offset: int, after: int, size: int,

@@ -142,6 +142,21 @@ def test_a_flipped_bit_in_a_record_file_gives_the_right_records_or_an_error(
         assert sum(map(len, got)) <= len(damaged)
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_part_length_that_swallows_the_next_part_header_is_an_error(tmp_path, kind):
+    # Found by the test above: a record of two magics is three parts of 0 bytes; a
+    # flipped length bit makes the first part 8 bytes long, swallowing the second
+    # part's header, and the third still closes the record where the index says.
+    rec, idx = write(tmp_path, [MAGIC_BYTES * 2])
+    damaged = bytearray(rec.read_bytes())
+    damaged[4] ^= 1 << 3
+    rec.write_bytes(bytes(damaged))
+    with pytest.raises(RecordIOError) as raised:
+        read_all(kind, rec, idx)
+    names_file_and_offset(raised.value, rec)
+    assert "a damaged length" in str(raised.value)
+
+
 @SETTINGS
 @given(records=payloads, data=st.data())
 def test_a_damaged_index_gives_the_right_records_or_an_error_naming_it(tmp_path_factory,
