@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from dataset_kit.engine._engine import Engine
+from dataset_kit.engine._statemachine import Position
+
+
+class _Stepper(Protocol):
+    """What an epoch needs of the engine (a protocol, so this module never imports it)."""
+
+    @property
+    def epoch_size(self) -> int: ...
+
+    @property
+    def position(self) -> Position: ...
+
+    def skip_empty_epoch(self) -> bool: ...
+
+    def next(self) -> Any: ...
 
 
 class EpochIterator:
@@ -22,7 +35,7 @@ class EpochIterator:
     consumes on the first ``next()``).
     """
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: _Stepper) -> None:
         self._engine = engine
         self._started = False
         self._done = False
