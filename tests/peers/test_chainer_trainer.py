@@ -109,12 +109,14 @@ def test_train_mnist_with_changed_imports_trains_snapshots_and_resumes(tmp_path)
     # restored, and it stands where six more batches of 32 lead.
     saved, final = (iterator_state(first_snapshot),
                     iterator_state(tmp_path / "second" / "snapshot_iter_19"))
-    expected = SerialIterator(TupleDataset(np.zeros(N_TRAIN)), BATCH, seed=saved["seed"])
+    expected = SerialIterator(TupleDataset(np.zeros(N_TRAIN)), BATCH,
+                              seed=saved["engine"]["seed"])
     expected.load_state_dict(saved)
     for _ in range(6):
         next(expected)
     assert final == expected.state_dict()
-    assert (final["epoch"], final["current_position"]) == (3, 19 * BATCH - 3 * N_TRAIN)
+    position = final["engine"]
+    assert (position["epoch"], position["current_position"]) == (3, 19 * BATCH - 3 * N_TRAIN)
 
 
 KINDS = {
