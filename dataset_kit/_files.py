@@ -44,6 +44,15 @@ def fsync_file(path: str) -> None:
         os.fsync(f.fileno())
 
 
+def sha256_of(path: str | os.PathLike) -> str:
+    """Return the hex sha256 of a file's bytes, read in 1 MiB chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
 def _staging_name(path: str) -> str:
     directory, base = os.path.split(path)
     return os.path.join(directory, f".{base}.{os.getpid()}-{os.urandom(4).hex()}{PART_SUFFIX}")

@@ -146,14 +146,6 @@ def _offline() -> bool:
     return os.environ.get(OFFLINE_ENV, "").strip().lower() not in ("", "0", "false", "no")
 
 
-def _sha256_of(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _check_hash(expected: str | None, name: str, value: Any) -> str | None:
     if expected is None:
         return None
@@ -227,7 +219,7 @@ def cached_download(
             if expected is None or (not verify and _hash_stamp.vouches(path, expected)):
                 return path
             hashed = os.stat(path)
-            digest: str | None = _sha256_of(path)
+            digest: str | None = _files.sha256_of(path)
             if digest == expected:
                 _hash_stamp.write(path, digest, hashed)
                 return path
@@ -243,7 +235,7 @@ def cached_download(
         _files.remove_stale_parts(path)
         with _files.atomic_write(path) as temp:
             _transfer(url, local, temp, timeout, retries, progress)
-            digest = None if expected is None else _sha256_of(temp)
+            digest = None if expected is None else _files.sha256_of(temp)
             if digest != expected:
                 raise HashMismatchError(
                     f"sha256 of {url} is {digest}, expected {expected}; the file was discarded"

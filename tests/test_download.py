@@ -12,6 +12,7 @@ from dataset_kit import (
     DownloadError,
     HashMismatchError,
     OfflineError,
+    _files,
     _http,
     cache_or_load_file,
     cached_download,
@@ -19,7 +20,6 @@ from dataset_kit import (
     get_dataset_root,
     set_dataset_root,
 )
-from dataset_kit import download as download_module
 from tests.http_server import Route
 
 BODY = os.urandom(300_000)
@@ -392,8 +392,8 @@ def test_an_unchanged_verified_file_is_not_hashed_again(http_server, dataset_roo
     age(path)
     cached_download(url, sha256=route.sha256)  # hashes once more, stamps the aged file
     hashed = []
-    real = download_module._sha256_of
-    monkeypatch.setattr(download_module, "_sha256_of", lambda p: hashed.append(p) or real(p))
+    real = _files.sha256_of
+    monkeypatch.setattr(_files, "sha256_of", lambda p: hashed.append(p) or real(p))
     for _ in range(3):
         assert cached_download(url, sha256=route.sha256) == path
     assert hashed == []

@@ -82,7 +82,7 @@ def check_after_reboot(directory: str) -> None:
         pass
     for entry in os.scandir(directory):
         match = _CACHED.match(entry.name)
-        if match and entry.is_file() and _sha256(entry.path)[:16] != match.group(1):
+        if match and entry.is_file() and _files.sha256_of(entry.path)[:16] != match.group(1):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(entry.path)
     with _files.atomic_write(marker) as temp, open(temp, "w") as f:
