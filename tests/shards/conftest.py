@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import socket
 import subprocess
+import time
 import urllib.request
 
 import numpy as np
@@ -82,3 +84,18 @@ def small_tmpfs(path, size: str):
         yield path
     finally:
         subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+def sigkill_when(proc: subprocess.Popen, ready, what: str, timeout: float,
+                 poll: float = 0.05) -> None:
+    """SIGKILL ``proc`` as soon as ``ready()`` holds; fail if it exits first or ``timeout`` passes.
+
+    The caller still kills and reaps ``proc`` in its own ``finally``.
+    """
+    deadline = time.monotonic() + timeout
+    while not ready():
+        assert proc.poll() is None, f"the process exited before {what}"
+        assert time.monotonic() < deadline, f"no {what} within {timeout:.0f} s"
+        time.sleep(poll)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(10)

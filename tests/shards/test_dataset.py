@@ -16,7 +16,7 @@ from dataset_kit.shards import (
 )
 from dataset_kit.shards._cache import cached_name
 from tests.http_server import Route
-from tests.shards.conftest import check, small_tmpfs, write
+from tests.shards.conftest import check, sigkill_when, small_tmpfs, write
 
 
 def serve(http_server, folder, prefix="/set", **route_options):
@@ -304,7 +304,6 @@ def test_after_a_reboot_a_cached_shard_that_lost_its_data_is_fetched_again(tmp_p
 
 
 def test_sigkill_mid_download_leaves_nothing_that_looks_cached(tmp_path, http_server):
-    import signal
     import subprocess
     import sys
 
@@ -319,14 +318,8 @@ def test_sigkill_mid_download_leaves_nothing_that_looks_cached(tmp_path, http_se
     proc = subprocess.Popen([sys.executable, "-c", script], env={**os.environ,
                                                                   "PYTHONPATH": root})
     try:
-        deadline = time.monotonic() + 60
-        while not any(n.endswith(".part") for n in (os.listdir(cache) if cache.exists()
-                                                     else [])):
-            assert proc.poll() is None, "the reader exited before downloading"
-            assert time.monotonic() < deadline, "no download started within 60 s"
-            time.sleep(0.02)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
+        sigkill_when(proc, lambda: any(n.endswith(".part") for n in (
+            os.listdir(cache) if cache.exists() else [])), "a download started", 60, 0.02)
     finally:
         proc.kill()
         proc.wait()

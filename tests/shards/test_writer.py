@@ -1,11 +1,9 @@
 import io
 import json
 import os
-import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 import numpy as np
 import pytest
@@ -14,7 +12,7 @@ from hypothesis.extra import numpy as hnp
 
 from dataset_kit.shards import Manifest, ShardWriter, StreamingDataset
 from dataset_kit.shards._columns import DECODE, ENCODE
-from tests.shards.conftest import check, write
+from tests.shards.conftest import check, sigkill_when, write
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -115,13 +113,9 @@ def test_sigkill_while_writing_leaves_no_manifest(tmp_path):
     proc = subprocess.Popen([sys.executable, "-c", script], env={**os.environ,
                                                                   "PYTHONPATH": ROOT})
     try:
-        deadline = time.monotonic() + 60
-        while len([n for n in os.listdir(out) if n.endswith(".dks")] if out.exists() else []) < 3:
-            assert proc.poll() is None, "the writer exited early"
-            assert time.monotonic() < deadline, "no shard was written within 60 s"
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
+        sigkill_when(proc, lambda: len([n for n in os.listdir(out) if n.endswith(".dks")]
+                                       if out.exists() else []) >= 3,
+                     "three shards were written", 60)
     finally:
         proc.kill()
         proc.wait()
@@ -159,13 +153,7 @@ def test_sigkill_while_writing_straight_to_s3_leaves_no_manifest(tmp_path, s3):
     proc = subprocess.Popen([sys.executable, "-c", script], env={**os.environ,
                                                                   "PYTHONPATH": ROOT})
     try:
-        deadline = time.monotonic() + 120
-        while len(shards()) < 3:
-            assert proc.poll() is None, "the writer exited early"
-            assert time.monotonic() < deadline, "no shard was written within 120 s"
-            time.sleep(0.1)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
+        sigkill_when(proc, lambda: len(shards()) >= 3, "three shards were written", 120, 0.1)
     finally:
         proc.kill()
         proc.wait()
