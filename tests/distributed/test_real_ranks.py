@@ -72,6 +72,24 @@ def launch(engine: str, ranks: int, scenario: str, out: Path, **options) -> int:
     return max(codes, key=abs)
 
 
+def _mpich_segments() -> set[Path]:
+    return set(Path("/dev/shm").glob("mpich_shm_*"))
+
+
+def _remove_unmapped(segments: set[Path]) -> None:
+    """Unlink the segments no live process maps (another job's stay where they are)."""
+    mapped = set()
+    for maps in Path("/proc").glob("[0-9]*/maps"):
+        try:
+            mapped.update(line.split(maxsplit=5)[-1].strip() for line in maps.open()
+                          if "/dev/shm/mpich_shm_" in line)
+        except OSError:  # the process has exited, or is not ours to read
+            continue
+    for segment in segments:
+        if str(segment) not in mapped:
+            segment.unlink(missing_ok=True)
+
+
 def _gathered(out: Path) -> list[dict]:
     return json.loads(out.read_text())["ranks"]
 
@@ -152,7 +170,14 @@ def test_ranks_with_different_lengths_fail_on_every_rank(engine, tmp_path):
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_killed_rank_makes_the_others_fail_not_hang(engine, tmp_path):
     out = tmp_path / "out.json"
-    code = launch(engine, 2, "kill", out, n=4000, batch=2)
+    before = _mpich_segments()
+    try:
+        code = launch(engine, 2, "kill", out, n=4000, batch=2)
+    finally:
+        # A SIGKILLed MPICH rank cannot unlink its node's shared-memory segment;
+        # once the launcher has returned, remove what this run left that no
+        # live process still maps.
+        _remove_unmapped(_mpich_segments() - before)
     assert code != 0  # the killed rank (and, under MPI, the launcher) report it
     if engine == "torch":
         # Rank 0 reaches its end-of-epoch check and fails there with an error.
