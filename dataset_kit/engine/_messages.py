@@ -4,7 +4,8 @@ Every message is a small named tuple (cheap to pickle, read by field name),
 and :class:`WorkerConfig` is everything a worker is started with. Extending
 the protocol means adding a field or a type here, nowhere else.
 
-Main process → worker: :class:`Task`, :class:`Forget`, :class:`Stop`.
+Main process → worker: :class:`Task`, :class:`Forget` (and a stop through the
+lifeline, :mod:`._lifeline`, which no batch being built delays).
 Worker → main process: :class:`Done`, :class:`Failed`, :class:`Retire`.
 """
 
@@ -30,10 +31,6 @@ class Forget(NamedTuple):
     """Unmap these blocks: the main process retired them."""
 
     names: list[str]
-
-
-class Stop(NamedTuple):
-    """Exit now."""
 
 
 class Done(NamedTuple):

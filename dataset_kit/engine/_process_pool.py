@@ -33,7 +33,6 @@ from dataset_kit.engine._messages import (
     Failed,
     Forget,
     Retire,
-    Stop,
     Task,
     WorkerConfig,
 )
@@ -312,8 +311,8 @@ class ProcessPool:
 
     def _stop_workers(self) -> None:
         workers = self.workers + self._retiring
-        for worker in workers:
-            self._transport.send(worker.channel, Stop())
+        # At once, even in the middle of a batch: nobody wants it any more.
+        self._lifeline.stop(len(workers))
         deadline = time.monotonic() + STOP_GRACE_SECONDS
         for worker in workers:
             worker.process.join(max(0.0, deadline - time.monotonic()))

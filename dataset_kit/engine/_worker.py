@@ -9,13 +9,14 @@ to build: the main process owns the order.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import pickle
 import signal
+import sys
 import threading
 import traceback
-from collections import deque
 from typing import Any, NoReturn
 
 from dataset_kit import _gather
@@ -26,7 +27,6 @@ from dataset_kit.engine._messages import (
     Failed,
     Forget,
     Retire,
-    Stop,
     Task,
     WorkerConfig,
 )
@@ -54,9 +54,9 @@ def worker_main(config: WorkerConfig, conn: Any, lifeline: Any) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _name_process(f"dsk-worker-{config.index}")
     _keep_freed_memory()
-    # From now on, whatever the main thread is doing, the parent's death ends
-    # this process within milliseconds.
-    _lifeline.watch_parent(lifeline, lambda: _orphaned(config.prefix))
+    # From now on, whatever the main thread is doing, the parent's death or
+    # its request to stop ends this process within milliseconds.
+    _lifeline.watch_parent(lifeline, lambda: _orphaned(config.prefix), _stopped)
     payload = config.payload
     dataset, converter, worker_init, max_tasks = (
         pickle.loads(payload) if isinstance(payload, bytes) else payload)
@@ -69,16 +69,11 @@ def worker_main(config: WorkerConfig, conn: Any, lifeline: Any) -> None:
     blocks: dict[str, _shm.Block] = {}
     created = 0
     done = 0
-    inbox: deque = deque()  # messages read ahead of the task in hand
     while True:
         try:
-            message = inbox.popleft() if inbox else conn.recv()
-            if isinstance(message, Task) and _stop_queued(conn, inbox):
-                return
+            message = conn.recv()
         except (EOFError, OSError):
             _orphaned(config.prefix)  # the main process closed our pipe: it is gone
-        if isinstance(message, Stop):
-            return
         if isinstance(message, Forget):
             for name in message.names:
                 block = blocks.pop(name, None)
@@ -119,23 +114,6 @@ def worker_main(config: WorkerConfig, conn: Any, lifeline: Any) -> None:
             _orphaned(config.prefix)
 
 
-def _stop_queued(conn: Any, inbox: deque) -> bool:
-    """Read what has arrived behind the next task; return whether a Stop is among it.
-
-    The main process stops its workers when it wants no more batches (the
-    iterator is finalized), and its Stop queues behind the tasks it sent
-    before; building those would only delay the shutdown (by up to the
-    grace period, after which the worker is killed). PyTorch's workers skip
-    their queued work the same way once told to finish.
-    """
-    while conn.poll():
-        message = conn.recv()
-        if isinstance(message, Stop):
-            return True
-        inbox.append(message)
-    return False
-
-
 def _name_process(name: str) -> None:
     """Show ``name`` in ``ps``/``top`` (Linux's ``/proc/<pid>/comm``), where possible."""
     try:
@@ -174,6 +152,21 @@ def _orphaned(prefix: str) -> NoReturn:
     """
     _creating.acquire()
     _shm.unlink_prefix(prefix)
+    os._exit(0)
+
+
+def _stopped() -> NoReturn:
+    """The main process wants no more batches: exit now, even in the middle of one.
+
+    Called from the lifeline's watcher thread. The lock keeps a block from
+    being left half-created (the main process unlinks every block once its
+    workers are gone). What the dataset printed is flushed, as a normal exit
+    would.
+    """
+    _creating.acquire()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):  # closed, or a pipe nobody reads
+            stream.flush()
     os._exit(0)
 
 

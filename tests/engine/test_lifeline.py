@@ -31,7 +31,8 @@ def test_a_forked_child_points_parent_only_fds_at_dev_null():
 def test_the_watcher_fires_when_the_lifeline_is_cut_and_not_before():
     lifeline = _lifeline.Lifeline(multiprocessing.get_context("fork"))
     fired = []
-    _lifeline.watch_parent(lifeline.child_end, lambda: fired.append(time.monotonic()))
+    _lifeline.watch_parent(lifeline.child_end, lambda: fired.append(time.monotonic()),
+                           lambda: fired.append("stop"))
     time.sleep(0.3)
     assert fired == []
     cut = time.monotonic()

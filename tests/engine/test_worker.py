@@ -63,8 +63,8 @@ class _Slow(DatasetMixin):
 
 
 def test_finalize_does_not_wait_for_the_batches_queued_behind_the_one_being_built(tmp_path):
-    # One worker, four batches in flight: finalizing after the first batch lets the
-    # worker finish the batch in hand, never the ones queued behind it.
+    # One worker, four batches in flight: finalizing after the first batch stops the
+    # worker in the batch in hand (it may just have finished it), never later.
     it = MultiprocessIterator(_Slow(tmp_path), 1, shuffle=False, n_processes=1, n_prefetch=3)
     try:
         assert int(next(it)[0]) == 0

@@ -1,0 +1,141 @@
+"""Stopping workers at once: the lifeline's stop, and what a stopped worker leaves."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from dataset_kit import DatasetMixin
+from dataset_kit.engine import _lifeline
+from dataset_kit.iterators import MultiprocessIterator
+from tests.iterators.helpers import Augmented, PidRecorder, alive, recorded_pids, shm_blocks
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def wait_for(condition, seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return condition()
+
+
+def test_a_stop_reaches_every_watcher_once_and_is_not_a_death():
+    lifeline = _lifeline.Lifeline(multiprocessing.get_context("fork"))
+    calls: list[str] = []
+    lock = threading.Lock()
+
+    def record(what):
+        def call():
+            with lock:
+                calls.append(what)
+        return call
+
+    threads = [_lifeline.watch_parent(lifeline.child_end, record("death"), record("stop"))
+               for _ in range(3)]
+    try:
+        time.sleep(0.2)
+        assert calls == []
+        lifeline.stop(3)
+        assert wait_for(lambda: len(calls) == 3)
+        for thread in threads:
+            thread.join(5)
+        assert calls == ["stop"] * 3
+    finally:
+        lifeline.cut()
+
+
+class _Marked(DatasetMixin):
+    """Slow examples that leave ``started-i`` and ``done-i`` files behind."""
+
+    def __init__(self, folder) -> None:
+        self.folder = folder
+
+    def __len__(self) -> int:
+        return 40
+
+    def get_example(self, i: int):
+        (self.folder / f"started-{i}").touch()
+        time.sleep(0.15)
+        (self.folder / f"done-{i}").touch()
+        return np.int64(i)
+
+
+def test_finalize_ends_a_worker_in_the_middle_of_a_batch_nobody_wants(tmp_path, pids):
+    # The worker builds batch 1 (examples 4-7, 0.6 s) right after batch 0; finalizing
+    # then must not wait for it: nobody will ever see it.
+    it = MultiprocessIterator(_Marked(tmp_path), 4, shuffle=False, n_processes=1,
+                              worker_init=PidRecorder(pids))
+    try:
+        assert [int(v) for v in next(it)] == [0, 1, 2, 3]
+        assert wait_for(lambda: (tmp_path / "started-4").exists())
+    finally:
+        it.finalize()
+    finalized = {p.name for p in tmp_path.iterdir()}
+    assert not {"done-5", "done-6", "done-7"} & finalized, sorted(finalized)
+    assert not [p for p in recorded_pids(pids) if alive(p)]
+    assert shm_blocks() == []
+    time.sleep(0.5)  # a worker left running would go on marking examples
+    assert {p.name for p in tmp_path.iterdir()} == finalized
+
+
+@pytest.fixture
+def pids(tmp_path):
+    directory = tmp_path / "pids"
+    directory.mkdir()
+    return str(directory)
+
+
+@pytest.mark.parametrize("batches", [0, 1, 2, 5])
+def test_workers_stopped_at_any_moment_leave_no_process_and_no_block(batches, pids):
+    # Large examples: the workers create, fill and lend blocks while they are stopped.
+    it = MultiprocessIterator(Augmented(64, 1 << 16), 8, n_processes=2,
+                              worker_init=PidRecorder(pids))
+    try:
+        for _ in range(batches):
+            next(it)
+    finally:
+        it.finalize()
+    assert not [p for p in recorded_pids(pids) if alive(p)]
+    assert shm_blocks() == []
+
+
+SCRIPT = textwrap.dedent("""
+    import sys, time
+    sys.path.insert(0, {root!r})
+    from dataset_kit import DatasetMixin
+    from dataset_kit.iterators import MultiprocessIterator
+
+    class Chatty(DatasetMixin):
+        def __len__(self):
+            return 40
+        def get_example(self, i):
+            print(f"building {{i}}")  # stdout is a pipe: block-buffered, not flushed
+            time.sleep(0.2)
+            return i
+
+    it = MultiprocessIterator(Chatty(), 4, shuffle=False, n_processes=1)
+    next(it)
+    time.sleep(0.3)  # the worker is in the middle of batch 1
+    it.finalize()
+    print("finalized", flush=True)
+""")
+
+
+def test_a_worker_stopped_in_the_middle_of_a_batch_flushes_what_it_printed():
+    proc = subprocess.Popen([sys.executable, "-c", SCRIPT.format(root=ROOT)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert "building 4" in out and out.rstrip().endswith("finalized"), out
