@@ -225,27 +225,31 @@ class ProcessExecutor(_Closable):
         self._next_task = 0
         self._finalizer: weakref.finalize | None = None
 
-    def _workers(self) -> ProcessPool:
-        if self._pool is None:
-            self._pool = ProcessPool(**self._options)
-            # Close on garbage collection and at interpreter exit too; the
-            # callback holds the pool, never the executor.
-            self._finalizer = weakref.finalize(self, self._pool.close)
-        return self._pool
+    def _start(self, plan: BatchPlan, seed: int) -> tuple:
+        """Start the workers with the first batch in hand; return its handle.
+
+        The first batch is split across the workers (see _first_batch), and
+        each worker is forked with its part, so it starts building while the
+        next one is forked.
+        """
+        n = self._options["n_workers"]
+        parts = _first_batch.split(plan, n) if _first_batch.worth_splitting(
+            plan, n, self._options["dataset"], self._options["converter"]) else [plan]
+        first = [(self._next_task + k, part.indices, part.epochs, seed)
+                 for k, part in enumerate(parts)]
+        self._pool = ProcessPool(**self._options, first=first)
+        # Close on garbage collection and at interpreter exit too; the
+        # callback holds the pool, never the executor.
+        self._finalizer = weakref.finalize(self, self._pool.close)
+        self._next_task += len(parts)
+        handles = [(task_id, self._pool.workers[k]) for k, (task_id, *_) in enumerate(first)]
+        return ("split", handles) if len(handles) > 1 else handles[0]
 
     def submit(self, plan: BatchPlan, seed: int) -> tuple:
-        fresh = self._pool is None
         try:
-            pool = self._workers()
-            n = pool.n_workers
-            # The first batch of a fresh pool is split across the workers
-            # (see _first_batch).
-            if fresh and _first_batch.worth_splitting(plan, n, self._options["dataset"],
-                                                      self._options["converter"]):
-                parts = [self._submit_one(pool, part, seed)
-                         for part in _first_batch.split(plan, n)]
-                return ("split", parts)
-            return self._submit_one(pool, plan, seed)
+            if self._pool is None:
+                return self._start(plan, seed)
+            return self._submit_one(self._pool, plan, seed)
         except BaseException as error:
             self._fail(error)
             raise

@@ -66,6 +66,9 @@ class WorkerConfig:
             bytes unless the worker is forked.
         prefix: the name prefix of the iterator's shared-memory blocks.
         use_shm: whether arrays travel through shared memory.
+        first: the task to build before reading the pipe, or None (a fresh
+            pool's first tasks travel with the worker, so a worker starts on
+            its part of the first batch while the next one is still forked).
     """
 
     index: int
@@ -73,3 +76,4 @@ class WorkerConfig:
     payload: Any
     prefix: str
     use_shm: bool
+    first: Task | None = None

@@ -23,7 +23,7 @@ import time
 import warnings
 import weakref
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,6 +87,9 @@ class ProcessPool:
         timeout: seconds a worker may stay silent while the caller waits for
             its batch before that is a :class:`BatchTimeoutError` (None: wait
             as long as the workers live).
+        first: at most ``n_workers`` first tasks, ``(task_id, indices, epochs,
+            seed)`` each; the k-th is forked with worker k, which starts on it
+            at once, while the next worker is still being forked.
 
     Raises:
         TypeError: if the dataset, converter or worker_init cannot be pickled
@@ -95,7 +98,10 @@ class ProcessPool:
 
     def __init__(self, *, n_workers: int, start_method: str, dataset: Any, converter: Any = None,
                  worker_init: Any = None, max_tasks: int | None = None,
-                 dataset_timeout: float | None = None, timeout: float | None = None) -> None:
+                 dataset_timeout: float | None = None, timeout: float | None = None,
+                 first: Sequence[tuple[int, Any, Any, int]] = ()) -> None:
+        if len(first) > n_workers:
+            raise ValueError(f"first has {len(first)} tasks, more than n_workers={n_workers}")
         self._context = multiprocessing.get_context(start_method)
         self._payload: Any = (dataset, converter, worker_init, max_tasks)
         if start_method != "fork":
@@ -121,21 +127,36 @@ class ProcessPool:
         self._cleaned = False
         _unfinished.add(self)
         self._lifeline = Lifeline(self._context)
-        self._transport = Transport()
+        self._started_transport: Transport | None = None
+        forked: list[tuple[Any, Any, Task | None]] = []
         try:
             for index in range(n_workers):
-                self.workers.append(self._start(index))
+                task = Task(*first[index], None) if index < len(first) else None
+                forked.append((*self._fork(index, task), task))
+            # The transport's threads start once the workers run: starting a
+            # thread waits until it is scheduled, which on a busy machine held
+            # the first fork back by milliseconds, and no answer can come sooner.
+            self._started_transport = Transport()
         except BaseException:
+            for process, parent_end, _ in forked:
+                _kill_unwatched(process, parent_end)
             self.close()
             raise
+        self.workers = [self._watch(index, process, parent_end, task)
+                        for index, (process, parent_end, task) in enumerate(forked)]
 
     def _start(self, index: int) -> _Worker:
+        """Start a worker in slot ``index`` (a replacement, in a running pool)."""
+        return self._watch(index, *self._fork(index, None), None)
+
+    def _fork(self, index: int, first: Task | None) -> tuple[Any, Any]:
+        """Start the process of worker ``index``; return it and the main process's pipe end."""
         parent_end, child_end = self._context.Pipe(duplex=True)
         # A forked sibling must not keep the main process's end open: then a
         # worker blocked sending to a dead parent would never see EOF.
         keep_from_children(parent_end.fileno())
         config = WorkerConfig(index=index, n_workers=self.n_workers, payload=self._payload,
-                              prefix=self.prefix, use_shm=self.use_shm)
+                              prefix=self.prefix, use_shm=self.use_shm, first=first)
         # typeshed types get_context()'s result as BaseContext, which lacks Process;
         # every concrete context (fork, spawn, forkserver) has it.
         process = self._context.Process(  # type: ignore[attr-defined]
@@ -143,9 +164,28 @@ class ProcessPool:
             args=(config, child_end, self._lifeline.child_end))
         try:
             process.start()
+        except BaseException:
+            release(parent_end.fileno())
+            parent_end.close()
+            raise
         finally:
             child_end.close()
-        return _Worker(index, process, self._transport.add(parent_end))
+        return process, parent_end
+
+    def _watch(self, index: int, process: Any, parent_end: Any, first: Task | None) -> _Worker:
+        """Hand a started worker's pipe to the transport; count its first task as sent."""
+        worker = _Worker(index, process, self._transport.add(parent_end))
+        if first is not None:
+            worker.pending.append((first.task_id, None))
+            worker.sent += 1
+        return worker
+
+    @property
+    def _transport(self) -> Transport:
+        # Started in __init__ right after the first workers; a pool whose
+        # __init__ failed is closed, never used.
+        assert self._started_transport is not None, "the pool's transport never started"
+        return self._started_transport
 
     # -- tasks ----------------------------------------------------------------
 
@@ -303,7 +343,8 @@ class ProcessPool:
             return
         with _interrupts_held():
             self._stop_workers()
-            self._transport.close()
+            if self._started_transport is not None:
+                self._started_transport.close()
             self._lifeline.cut()
             self.blocks.close()
             self._cleaned = True
@@ -322,6 +363,15 @@ class ProcessPool:
                 worker.process.join(5)
             with contextlib.suppress(OSError, ValueError):
                 release(worker.channel.conn.fileno())
+
+
+def _kill_unwatched(process: Any, parent_end: Any) -> None:
+    """Stop a worker whose pool failed to start, before the transport knew of it."""
+    with contextlib.suppress(Exception):
+        process.kill()
+        process.join(5)
+    release(parent_end.fileno())
+    parent_end.close()
 
 
 # Pools whose cleanup has not finished: the exit hook finishes it.

@@ -69,11 +69,16 @@ def worker_main(config: WorkerConfig, conn: Any, lifeline: Any) -> None:
     blocks: dict[str, _shm.Block] = {}
     created = 0
     done = 0
+    # A fresh pool starts each worker with its first task (no pipe round trip).
+    first = config.first
     while True:
-        try:
-            message = conn.recv()
-        except (EOFError, OSError):
-            _orphaned(config.prefix)  # the main process closed our pipe: it is gone
+        if first is not None:
+            message, first = first, None
+        else:
+            try:
+                message = conn.recv()
+            except (EOFError, OSError):
+                _orphaned(config.prefix)  # the main process closed our pipe: it is gone
         if isinstance(message, Forget):
             for name in message.names:
                 block = blocks.pop(name, None)
