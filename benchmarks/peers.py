@@ -14,7 +14,7 @@ so and prints dataset_kit's figures alone.
 4. 500x375 JPEG files decoded with Pillow, batch 32, 2 workers.
 5. The first batch of 32 x 1 ms examples with 2 fresh workers.
 
-Run: .venv/bin/python benchmarks/peers.py [--rounds 5]
+Run: .venv/bin/python benchmarks/peers.py [--rounds 5] [--first-batch-only]
 """
 
 from __future__ import annotations
@@ -136,6 +136,8 @@ def first_batch(dataset, rounds: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--first-batch-only", action="store_true",
+                        help="run row 5 alone (in a process that has run no other row)")
     args = parser.parse_args()
     # PyTorch warns once that a Pillow array is read-only; the row measures speed.
     warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
@@ -145,6 +147,9 @@ def main() -> None:
         torch.set_num_threads(1)
     rounds = args.rounds
     cpu = CpuBound(20000, calibrate_rounds())
+    if args.first_batch_only:
+        first_batch(cpu, rounds)
+        return
     row("1. ~1 ms examples, batch 32, 2 workers", cpu, 32, 2, 40, rounds)
     row("1b. ~1 ms examples, batch 32, 0 workers", cpu, 32, 0, 20, rounds)
     big = np.random.default_rng(0).random((512, 3, 224, 224), dtype=np.float32)
