@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import gc
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -163,7 +164,8 @@ class ProcessPool:
             target=worker_main, name=f"dataset_kit-worker-{index}", daemon=True,
             args=(config, child_end, self._lifeline.child_end))
         try:
-            process.start()
+            with _objects_frozen(self._context.get_start_method() == "fork"):
+                process.start()
         except BaseException:
             release(parent_end.fileno())
             parent_end.close()
@@ -363,6 +365,31 @@ class ProcessPool:
                 worker.process.join(5)
             with contextlib.suppress(OSError, ValueError):
                 release(worker.channel.conn.fileno())
+
+
+@contextlib.contextmanager
+def _objects_frozen(forking: bool) -> Iterator[None]:
+    """Fork with the main process's objects out of the child's garbage collector's sight.
+
+    A forked worker inherits every object of the main process (torch's alone
+    are some 170,000). Its first full collection walks them all and writes to
+    each one's header, copying every page they lie on: measured in a worker
+    of a process that imported torch, 60-80 ms and 10,000 page faults (40 MB
+    no longer shared), against 0.3 ms and 138 faults when they were frozen.
+    So, as CPython's documentation of :func:`gc.freeze` advises for servers
+    that fork, the objects are frozen across the fork: the child keeps them
+    frozen (they live as long as it does anyway), and the main process
+    unfreezes them at once (into the oldest generation). A process that
+    froze objects itself keeps its own policy: nothing is done then.
+    """
+    if not forking or gc.get_freeze_count():
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def _kill_unwatched(process: Any, parent_end: Any) -> None:
