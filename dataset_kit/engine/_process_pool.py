@@ -48,7 +48,7 @@ from dataset_kit.engine.errors import (
 
 # The longest the caller's thread sleeps between checks of the timeouts.
 POLL_SECONDS = 0.25
-# How long close() lets workers finish before killing them.
+# How long close() waits for told-to-stop workers to exit before killing them.
 STOP_GRACE_SECONDS = 1.0
 
 
