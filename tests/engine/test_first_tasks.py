@@ -8,7 +8,8 @@ import pytest
 from dataset_kit.engine._fetch import fetch_batch
 from dataset_kit.engine._process_pool import ProcessPool
 from dataset_kit.engine._statemachine import BatchPlan
-from tests.iterators.helpers import Augmented, batch_key, shm_blocks
+from dataset_kit.iterators import MultiprocessIterator, WorkerDiedError, WorkerError
+from tests.iterators.helpers import Augmented, Misbehaving, batch_key, shm_blocks
 
 SEED = 7
 
@@ -53,3 +54,15 @@ def test_more_first_tasks_than_workers_is_refused_naming_first():
     tasks = [(k, np.arange(k, k + 1), 0, SEED) for k in range(3)]
     with pytest.raises(ValueError, match=r"first has 3 tasks, more than n_workers=2"):
         ProcessPool(n_workers=2, start_method="fork", dataset=Augmented(4), first=tasks)
+
+
+@pytest.mark.parametrize("action, expected", [("sigkill", "SIGKILL"), ("raise", "boom at index 1")])
+def test_a_worker_failing_on_the_first_task_it_was_started_with_is_reported(action, expected):
+    it = MultiprocessIterator(Misbehaving(40, 1, action), 8, shuffle=False, n_processes=2)
+    try:
+        with pytest.raises(WorkerError, match=expected) as info:
+            next(it)
+        assert isinstance(info.value, WorkerDiedError) == (action == "sigkill")
+    finally:
+        it.finalize()
+    assert shm_blocks() == []
