@@ -1,10 +1,12 @@
 """The loop each MultiprocessIterator worker runs.
 
-A worker receives whole-batch tasks on its own pipe, builds each batch with the
-same :func:`fetch_batch` the serial iterator uses (so indices, order and
+A worker receives whole-batch tasks on its own pipe (the first one of a fresh
+pool comes with its start-up config), builds each batch with the same
+:func:`fetch_batch` the serial iterator uses (so indices, order and
 augmentation are identical), optionally converts it, places its arrays in a
 shared-memory block and answers with a small skeleton. It never decides what
-to build: the main process owns the order.
+to build: the main process owns the order. It exits when the main process
+dies or tells it to stop, through the lifeline, even in the middle of a batch.
 """
 
 from __future__ import annotations
