@@ -21,6 +21,13 @@ from tests.iterators.helpers import Augmented, PidRecorder, alive, recorded_pids
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+@pytest.fixture
+def pids(tmp_path):
+    directory = tmp_path / "pids"
+    directory.mkdir()
+    return str(directory)
+
+
 def wait_for(condition, seconds: float = 10.0) -> bool:
     deadline = time.monotonic() + seconds
     while not condition() and time.monotonic() < deadline:
@@ -85,13 +92,6 @@ def test_finalize_ends_a_worker_in_the_middle_of_a_batch_nobody_wants(tmp_path, 
     assert shm_blocks() == []
     time.sleep(0.5)  # a worker left running would go on marking examples
     assert {p.name for p in tmp_path.iterdir()} == finalized
-
-
-@pytest.fixture
-def pids(tmp_path):
-    directory = tmp_path / "pids"
-    directory.mkdir()
-    return str(directory)
 
 
 @pytest.mark.parametrize("batches", [0, 1, 2, 5])
