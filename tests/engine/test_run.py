@@ -1,0 +1,171 @@
+"""Plain runs: the engine's fast path gives exactly what stepping the state machine gives.
+
+An engine with a serial executor cuts the plain batches of an epoch straight
+from its order (:mod:`dataset_kit.engine._run`). The reference here is the
+same engine that never keeps a run: before every batch it loads its own
+state (a loaded engine plans its next batch with the state machine, and
+resuming is exact by contract). Both must agree on every batch, position,
+plan, state and stateful-sampler call, for every policy, with batch stops,
+after a batch whose building raised, and across checkpoints.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dataset_kit import DatasetMixin, example_rng
+from dataset_kit.engine import BatchListOrder, Engine, ExecutorSpec, ShuffleOrderSampler
+from dataset_kit.engine._statemachine import LAST_BATCH_POLICIES
+
+
+class Draws(DatasetMixin):
+    """Examples ``(index, a draw of example_rng())``; raises once on its ``fail_at``-th batch."""
+
+    def __init__(self, n: int, fail_at: int | None = None) -> None:
+        self.n, self.fail_at, self.batches = n, fail_at, 0
+
+    def __len__(self) -> int:
+        return self.n
+
+    def get_example(self, i: int) -> tuple[int, int]:
+        return int(i), int(example_rng().integers(1 << 30))
+
+    def get_batch(self, indices: np.ndarray) -> list:
+        self.batches += 1
+        if self.batches == self.fail_at:
+            raise OSError(f"batch {self.batches} could not be read")
+        return super().get_batch(indices)
+
+
+class Rotating:
+    """A stateful (Chainer-style) sampler: each order is the last one rotated; logs calls."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[list[int], int]] = []
+
+    def __call__(self, current_order: np.ndarray, current_position: int) -> np.ndarray:
+        self.calls.append((np.asarray(current_order).tolist(), int(current_position)))
+        return np.roll(np.asarray(current_order), 3)
+
+
+class Chunks:
+    """A batch sampler of any kind: a fixed partition of a permutation; counts its epochs."""
+
+    def __init__(self, batches: list[list[int]]) -> None:
+        self.batches = batches
+        self.iterations = 0
+
+    def __iter__(self):
+        self.iterations += 1
+        return iter(self.batches)
+
+
+@st.composite
+def setups(draw):
+    """Engine arguments for any policy, sampler kind and executor, and where to fail."""
+    n = draw(st.integers(1, 14))
+    kind = draw(st.sampled_from(["identity", "shuffle", "stateful", "batches"]))
+    policy = draw(st.sampled_from(LAST_BATCH_POLICIES))
+    batch_size = draw(st.integers(1, 9))
+    if kind == "stateful" and policy == "rollover":
+        # A stateful sampler's state keeps one previous order, so a tail carried
+        # over several epochs cannot be saved, and the reference saves every step.
+        batch_size = min(batch_size, n)
+    repeat = draw(st.booleans())
+    if kind == "batches":
+        order = draw(st.permutations(range(n)))
+        cuts = sorted(draw(st.sets(st.integers(1, n - 1), max_size=n - 1))) if n > 1 else []
+        chunks = [list(order[a:b]) for a, b in zip([0, *cuts], [*cuts, n])]
+        batch_size = None
+    converter = draw(st.sampled_from([None, lambda batch: ("converted", list(batch))]))
+
+    def make(dataset: Draws) -> Engine:
+        sampler = {"identity": None, "shuffle": ShuffleOrderSampler(5), "stateful": Rotating(),
+                   "batches": BatchListOrder(Chunks(chunks)) if kind == "batches" else None,
+                   }[kind]
+        executor = None if converter is None else ExecutorSpec("serial", converter=converter)
+        return Engine(dataset, batch_size=batch_size, repeat=repeat, shuffle=False if sampler
+                      is None else None, order_sampler=sampler, seed=11, last_batch=policy,
+                      executor=executor)
+
+    return n, make, draw(st.none() | st.integers(1, 40))
+
+
+def step(engine: Engine) -> tuple:
+    """Take the next batch and return everything a caller can see of the step."""
+    try:
+        batch = engine.next()
+    except StopIteration:
+        return ("stop",)
+    plan = engine.last_plan
+    epochs = plan.epochs if isinstance(plan.epochs, int) else plan.epochs.tolist()
+    return (type(batch), batch, engine.position, plan.indices.dtype, plan.indices.tolist(),
+            epochs, plan.pad, engine.state_dict())
+
+
+def reference_step(engine: Engine) -> tuple:
+    """The same step from a freshly loaded state: planned by the state machine, no run."""
+    engine.load_state_dict(engine.state_dict())
+    return step(engine)
+
+
+def calls(engine: Engine) -> list:
+    """What the engine's stateful sampler was asked, in order (a batch sampler: its epochs)."""
+    sampler = engine.order_sampler
+    if isinstance(sampler, Rotating):
+        return list(sampler.calls)
+    if isinstance(sampler, BatchListOrder):
+        return ["epoch"] * sampler.batch_sampler.iterations
+    return []
+
+
+ACTIONS = ["rewind", "reset", "next epoch", "next epoch, drop rollover"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(setup=setups(), checkpoint_at=st.integers(0, 60),
+       action=st.tuples(st.sampled_from(ACTIONS), st.integers(0, 40), st.integers(0, 40)))
+def test_plain_runs_agree_with_the_state_machine_on_every_batch_state_and_sampler_call(
+        setup, checkpoint_at, action):
+    n, make, fail_at = setup
+    engine, reference = make(Draws(n, fail_at)), make(Draws(n))
+    if engine.spec.repeat and not engine.spec.yields_batches:
+        return  # no batch at all (tested in test_empty_epochs)
+    asked_before_resume: list = []
+    what, saved_at, act_at = action
+    saved = None
+    for k in range(60):
+        if k == checkpoint_at:
+            # A fresh engine resumed here goes on exactly as this one does.
+            resumed = make(Draws(n))
+            resumed.load_state_dict(engine.state_dict())
+            asked_before_resume = calls(engine)
+            engine = resumed
+        if k == saved_at:
+            saved = engine.state_dict()
+        if k == act_at and (saved is not None or what != "rewind"):
+            # Mid-run, both move elsewhere: the engine must leave its run.
+            for each in (engine, reference):
+                if what == "rewind":
+                    each.load_state_dict(saved)
+                elif what == "reset":
+                    each.reset()
+                else:
+                    each.start_next_epoch(keep_rollover=what == "next epoch")
+        expected = reference_step(reference)
+        try:
+            got = step(engine)
+        except OSError:
+            # Not consumed (only epochs without a batch before it were): it comes next.
+            got = step(engine)
+        assert got == expected
+        # The sampler is asked exactly when, and with what, the state machine asks it
+        # (a resumed engine's sampler also answered its constructor, once).
+        if k < checkpoint_at:
+            assert calls(engine) == calls(reference)
+        else:
+            assert asked_before_resume + calls(engine)[1:] == calls(reference)
+        if expected == ("stop",):
+            break
