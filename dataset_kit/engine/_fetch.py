@@ -41,12 +41,8 @@ def fetch_batch(dataset: Any, plan: BatchPlan, seed: int, stack: bool = False) -
     Returns:
         The batch: a sequence of examples in plan order.
     """
-    indices = plan.indices
-    previous = _example_context.install(_example_context.BatchContext(seed, indices, plan.epochs))
-    try:
-        examples = fetch_examples(dataset, indices)
-    finally:
-        _example_context.install(previous)
+    examples = _example_context.fetch_within(fetch_examples, dataset, plan.indices, seed,
+                                             plan.epochs)
     # Only a list is stacked (as_batch): checked here, as most batches are not lists.
     return as_batch(examples) if stack and type(examples) is list else examples
 
