@@ -14,7 +14,7 @@ so and prints dataset_kit's figures alone.
 4. 500x375 JPEG files decoded with Pillow, batch 32, 2 workers.
 5. The first batch of 32 x 1 ms examples with 2 fresh workers.
 
-Run: .venv/bin/python benchmarks/peers.py [--rounds 5]
+Run: .venv/bin/python benchmarks/peers.py [--rounds 5] [--rows 1,1b,2,3,4,5]
 """
 
 from __future__ import annotations
@@ -133,10 +133,18 @@ def first_batch(dataset, rounds: int) -> None:
     print(text)
 
 
+ROWS = {"1", "1b", "2", "3", "4", "5"}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rows", default=",".join(sorted(ROWS)),
+                        help="the rows to run, by number (default: all), e.g. --rows 3")
     args = parser.parse_args()
+    rows = set(args.rows.split(","))
+    if not rows <= ROWS:
+        parser.error(f"--rows takes rows among {sorted(ROWS)}, got {sorted(rows - ROWS)}")
     # PyTorch warns once that a Pillow array is read-only; the row measures speed.
     warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
     if torch is None:
@@ -144,12 +152,27 @@ def main() -> None:
     else:
         torch.set_num_threads(1)
     rounds = args.rounds
-    cpu = CpuBound(20000, calibrate_rounds())
-    row("1. ~1 ms examples, batch 32, 2 workers", cpu, 32, 2, 40, rounds)
-    row("1b. ~1 ms examples, batch 32, 0 workers", cpu, 32, 0, 20, rounds)
-    big = np.random.default_rng(0).random((512, 3, 224, 224), dtype=np.float32)
-    row("2. 600 KB examples, batch 64, 2 workers",
-        TupleDataset(big, np.arange(512, dtype=np.int64)), 64, 2, 24, rounds)
+    cpu = CpuBound(20000, calibrate_rounds()) if rows & {"1", "1b", "5"} else None
+    if "1" in rows:
+        row("1. ~1 ms examples, batch 32, 2 workers", cpu, 32, 2, 40, rounds)
+    if "1b" in rows:
+        row("1b. ~1 ms examples, batch 32, 0 workers", cpu, 32, 0, 20, rounds)
+    if "2" in rows:
+        big = np.random.default_rng(0).random((512, 3, 224, 224), dtype=np.float32)
+        row("2. 600 KB examples, batch 64, 2 workers",
+            TupleDataset(big, np.arange(512, dtype=np.int64)), 64, 2, 24, rounds)
+    if "3" in rows:
+        array_row(rounds)
+    if "4" in rows:
+        with tempfile.TemporaryDirectory() as root:
+            row("4. 500x375 JPEGs (Pillow), batch 32, 2 workers", Jpegs(make_jpegs(root, 600)),
+                32, 2, 8, rounds)
+    if "5" in rows:
+        first_batch(cpu, rounds)
+
+
+def array_row(rounds: int) -> None:
+    """Row 3: an array dataset in the main process, against a bare numpy gather."""
     x = np.random.default_rng(0).random((60000, 784), dtype=np.float32)
     y = np.arange(60000, dtype=np.int64)
     order = np.random.default_rng(1).permutation(60000)
@@ -164,10 +187,6 @@ def main() -> None:
 
     row("3. 60k x 784 float32, batch 128, shuffled, main process",
         TupleDataset(x, y), 128, 0, 200, rounds, shuffle=True, extra={"numpy gather": gather})
-    with tempfile.TemporaryDirectory() as root:
-        row("4. 500x375 JPEGs (Pillow), batch 32, 2 workers", Jpegs(make_jpegs(root, 600)),
-            32, 2, 8, rounds)
-    first_batch(cpu, rounds)
 
 
 if __name__ == "__main__":
