@@ -119,11 +119,12 @@ class Engine:
         self._fetches_itself = executor is None
         self._executor = SerialExecutor(dataset) if executor is None else executor
         self._hold = bool(hold_between_epochs)
-        self._position = Position()
-        self._planned = Position()
+        # The position, planned position and last plan as of the last batch
+        # not taken from a run; see _settle() and the properties below.
+        self._settled_position = self._settled_planned = Position()
+        self._settled_plan: BatchPlan | None = None
         self._pending: deque = deque()  # (position after, plan, handle), in plan order
         self._deferred: BaseException | None = None
-        self._last_plan: BatchPlan | None = None
         self._most_in_flight = 0
         # The plain batches ahead of the position (see _run), for an executor
         # that builds each batch when asked; None while there are none.
@@ -225,10 +226,8 @@ class Engine:
                 executor.ensure_open()
                 batch = executor.collect(executor.submit(plan, self._seed))
             # Consumed only once built: a batch whose building raised is asked again.
+            # The position and plan it leaves are derived when asked (_settle).
             run.taken = k + 1
-            self._position = self._planned = _new(
-                Position, (epoch, stop, False, epoch + start / run.epoch_size, 0))
-            self._last_plan = plan
             return batch
         spec = self._spec
         if spec.repeat and spec.epoch_size and not spec.yields_batches:
@@ -274,6 +273,59 @@ class Engine:
             self._run = self._plain_run()
         return batch
 
+    # -- the position, kept lazily while a run is taken ---------------------------
+
+    def _settle(self) -> None:
+        """Record the position and plan the last batch taken from the run left.
+
+        A plain batch only counts itself in its run (``taken``); its position
+        and plan are what advance() would have returned, built here when
+        something reads them, and only for the last one.
+        """
+        run = self._run
+        if run is None or run.settled == run.taken:
+            return
+        k, epoch, base = run.taken - 1, run.epoch, run.base
+        start, stop = run.bounds[k], run.bounds[k + 1]
+        self._settled_position = self._settled_planned = _new(
+            Position, (epoch, stop, False, epoch + start / run.epoch_size, 0))
+        self._settled_plan = _new(BatchPlan, (run.indices[start - base:stop - base], epoch, 0))
+        run.settled = run.taken
+
+    def _drop_run(self) -> None:
+        self._settle()
+        self._run = None
+
+    @property
+    def _position(self) -> Position:
+        self._settle()
+        return self._settled_position
+
+    @_position.setter
+    def _position(self, position: Position) -> None:
+        self._drop_run()
+        self._settled_position = position
+
+    @property
+    def _planned(self) -> Position:
+        self._settle()
+        return self._settled_planned
+
+    @_planned.setter
+    def _planned(self, position: Position) -> None:
+        self._drop_run()
+        self._settled_planned = position
+
+    @property
+    def _last_plan(self) -> BatchPlan | None:
+        self._settle()
+        return self._settled_plan
+
+    @_last_plan.setter
+    def _last_plan(self, plan: BatchPlan | None) -> None:
+        self._drop_run()
+        self._settled_plan = plan
+
     def _plain_run(self) -> PlainRun | None:
         """The run of plain batches ahead of the position, if the next batch is one."""
         position, orders = self._position, self._orders
@@ -315,7 +367,7 @@ class Engine:
         return True
 
     def _consume(self, position: Position, plan: BatchPlan) -> None:
-        self._run = None
+        self._drop_run()
         if position.epoch != self._position.epoch:
             # Keep the orders a rolled-over batch still takes examples from.
             reach = -(-position.carry // self._spec.epoch_size) if position.carry else 1
@@ -358,7 +410,7 @@ class Engine:
     def _discard_planned(self) -> None:
         handles = [handle for _, _, handle in self._pending if handle is not None]
         self._pending.clear()
-        self._run = None
+        self._drop_run()
         if handles:
             self._executor.cancel(handles)
         self._planned = self._position
@@ -377,8 +429,10 @@ class Engine:
     def __getstate__(self) -> dict:
         # A copy starts from the consumed position: batches in flight (and
         # the threads or processes building them) belong to the original.
+        self._settle()
         state = self.__dict__.copy()
-        state.update(_pending=deque(), _planned=self._position, _deferred=None, _run=None)
+        state.update(_pending=deque(), _settled_planned=self._settled_position, _deferred=None,
+                     _run=None)
         return state
 
     def __copy__(self) -> Engine:

@@ -49,13 +49,15 @@ class PlainRun:
         bounds: where the run's batches start and end (positions in the epoch).
         count: how many batches the run has.
         taken: how many of them were consumed.
+        settled: up to which of them the engine recorded its position and
+            plan (it does when they are read, for the last batch taken).
         epoch_size: examples per epoch.
         recomputable: as the argument.
         fetches: as the argument.
     """
 
-    __slots__ = ("epoch", "indices", "base", "bounds", "count", "taken", "epoch_size",
-                 "recomputable", "fetches")
+    __slots__ = ("epoch", "indices", "base", "bounds", "count", "taken", "settled",
+                 "epoch_size", "recomputable", "fetches")
 
     def __init__(self, epoch: int, order: np.ndarray | None, bounds: Sequence[int],
                  epoch_size: int, recomputable: bool, fetches: bool) -> None:
@@ -69,6 +71,7 @@ class PlainRun:
             else order[first:last]
         self.epoch = epoch
         self.taken = 0
+        self.settled = 0
         self.epoch_size = epoch_size
         self.recomputable = recomputable
         self.fetches = fetches
