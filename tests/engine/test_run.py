@@ -11,6 +11,8 @@ after a batch whose building raised, and across checkpoints.
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -106,6 +108,15 @@ def step(engine: Engine) -> tuple:
             epochs, plan.pad, engine.state_dict())
 
 
+def quiet_step(engine: Engine) -> tuple:
+    """Take the next batch without reading anything else of the engine."""
+    try:
+        batch = engine.next()
+    except StopIteration:
+        return ("stop",)
+    return (type(batch), batch)
+
+
 def reference_step(engine: Engine) -> tuple:
     """The same step from a freshly loaded state: planned by the state machine, no run."""
     engine.load_state_dict(engine.state_dict())
@@ -122,28 +133,33 @@ def calls(engine: Engine) -> list:
     return []
 
 
-ACTIONS = ["rewind", "reset", "next epoch", "next epoch, drop rollover"]
+ACTIONS = ["rewind", "reset", "next epoch", "next epoch, drop rollover", "close", "pin"]
 
 
 @settings(max_examples=200, deadline=None)
 @given(setup=setups(), checkpoint_at=st.integers(0, 60),
-       action=st.tuples(st.sampled_from(ACTIONS), st.integers(0, 40), st.integers(0, 40)))
+       action=st.tuples(st.sampled_from(ACTIONS), st.integers(0, 40), st.integers(0, 40)),
+       observe_every=st.integers(1, 4), by_copy=st.booleans())
 def test_plain_runs_agree_with_the_state_machine_on_every_batch_state_and_sampler_call(
-        setup, checkpoint_at, action):
+        setup, checkpoint_at, action, observe_every, by_copy):
     n, make, fail_at = setup
     engine, reference = make(Draws(n, fail_at)), make(Draws(n))
     if engine.spec.repeat and not engine.spec.yields_batches:
         return  # no batch at all (tested in test_empty_epochs)
     asked_before_resume: list = []
+    fresh = False  # whether the engine was resumed from a state into a fresh one
     what, saved_at, act_at = action
     saved = None
     for k in range(60):
-        if k == checkpoint_at:
+        if k == checkpoint_at and by_copy:
+            engine = copy.copy(engine)  # a copy (sharing the sampler) goes on the same way
+        elif k == checkpoint_at:
             # A fresh engine resumed here goes on exactly as this one does.
             resumed = make(Draws(n))
             resumed.load_state_dict(engine.state_dict())
             asked_before_resume = calls(engine)
             engine = resumed
+            fresh = True
         if k == saved_at:
             saved = engine.state_dict()
         # (Not right after the resume: a state does not say where the last batch
@@ -157,23 +173,33 @@ def test_plain_runs_agree_with_the_state_machine_on_every_batch_state_and_sample
                     each.load_state_dict(saved)
                 elif what == "reset":
                     each.reset()
+                elif what == "close":
+                    each.close()  # a serial engine goes on after close()
+                elif what == "pin":
+                    if each.order_sampler is not None:
+                        each.pin_current_order(each.current_order())
                 else:
                     each.start_next_epoch(keep_rollover=what == "next epoch")
         expected = reference_step(reference)
-        # The reference saved its state before its step, which may ask a stateful
-        # sampler for the order of an epoch just entered: so does this engine.
-        engine.state_dict()
+        # Between observed steps nothing reads the engine's position: a run then
+        # keeps it lazily, and the next read must give what stepping gives.
+        observed = k % observe_every == 0 or k in (checkpoint_at, saved_at, act_at)
+        if observed:
+            # The reference saved its state before its step, which may ask a stateful
+            # sampler for the order of an epoch just entered: so does this engine.
+            engine.state_dict()
+        take = step if observed else quiet_step
         try:
-            got = step(engine)
+            got = take(engine)
         except OSError:
             # Not consumed (only epochs without a batch before it were): it comes next.
-            got = step(engine)
-        assert got == expected
+            got = take(engine)
+        assert got == (expected if observed else expected[:2])
         # The sampler is asked exactly when, and with what, the state machine asks it
         # (a resumed engine's sampler also answered its constructor, once).
-        if k < checkpoint_at:
+        if observed and not fresh:
             assert calls(engine) == calls(reference)
-        else:
+        elif observed:
             assert asked_before_resume + calls(engine)[1:] == calls(reference)
         if expected == ("stop",):
             break
