@@ -14,7 +14,7 @@ so and prints dataset_kit's figures alone.
 4. 500x375 JPEG files decoded with Pillow, batch 32, 2 workers.
 5. The first batch of 32 x 1 ms examples with 2 fresh workers.
 
-Run: .venv/bin/python benchmarks/peers.py [--rounds 5] [--first-batch-only]
+Run: .venv/bin/python benchmarks/peers.py [--rounds 5] [--rows 1,1b,2,3,4,5]
 """
 
 from __future__ import annotations
@@ -133,12 +133,18 @@ def first_batch(dataset, rounds: int) -> None:
     print(text)
 
 
+ROWS = {"1", "1b", "2", "3", "4", "5"}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--first-batch-only", action="store_true",
-                        help="run row 5 alone (in a process that has run no other row)")
+    parser.add_argument("--rows", default=",".join(sorted(ROWS)),
+                        help="the rows to run, by number (default: all), e.g. --rows 3")
     args = parser.parse_args()
+    rows = set(args.rows.split(","))
+    if not rows <= ROWS:
+        parser.error(f"--rows takes rows among {sorted(ROWS)}, got {sorted(rows - ROWS)}")
     # PyTorch warns once that a Pillow array is read-only; the row measures speed.
     warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
     if torch is None:
@@ -146,33 +152,46 @@ def main() -> None:
     else:
         torch.set_num_threads(1)
     rounds = args.rounds
-    cpu = CpuBound(20000, calibrate_rounds())
-    if args.first_batch_only:
+    cpu = CpuBound(20000, calibrate_rounds()) if rows & {"1", "1b", "5"} else None
+    if "1" in rows:
+        row("1. ~1 ms examples, batch 32, 2 workers", cpu, 32, 2, 40, rounds)
+    if "1b" in rows:
+        row("1b. ~1 ms examples, batch 32, 0 workers", cpu, 32, 0, 20, rounds)
+    if "2" in rows:
+        big = np.random.default_rng(0).random((512, 3, 224, 224), dtype=np.float32)
+        row("2. 600 KB examples, batch 64, 2 workers",
+            TupleDataset(big, np.arange(512, dtype=np.int64)), 64, 2, 24, rounds)
+    if "3" in rows:
+        array_row(rounds)
+    if "4" in rows:
+        with tempfile.TemporaryDirectory() as root:
+            row("4. 500x375 JPEGs (Pillow), batch 32, 2 workers", Jpegs(make_jpegs(root, 600)),
+                32, 2, 8, rounds)
+    if "5" in rows:
         first_batch(cpu, rounds)
-        return
-    row("1. ~1 ms examples, batch 32, 2 workers", cpu, 32, 2, 40, rounds)
-    row("1b. ~1 ms examples, batch 32, 0 workers", cpu, 32, 0, 20, rounds)
-    big = np.random.default_rng(0).random((512, 3, 224, 224), dtype=np.float32)
-    row("2. 600 KB examples, batch 64, 2 workers",
-        TupleDataset(big, np.arange(512, dtype=np.int64)), 64, 2, 24, rounds)
+
+
+def array_row(rounds: int) -> None:
+    """Row 3: an array dataset in the main process, against a bare numpy gather."""
     x = np.random.default_rng(0).random((60000, 784), dtype=np.float32)
     y = np.arange(60000, dtype=np.int64)
-    order = np.random.default_rng(1).permutation(60000)
-    position = [0]
+    # The bare loop a user would write for shuffled epochs: a fresh permutation
+    # each epoch (as PyTorch's RandomSampler and our shuffle draw), then one
+    # take per column per batch; the last partial batch of an epoch is dropped.
+    rng = np.random.default_rng(1)
+    state = {"order": rng.permutation(60000), "start": 0}
 
     def gather() -> None:
         for _ in range(200):
-            start = position[0] % (60000 - 128)
-            rows = order[start:start + 128]
+            start = state["start"]
+            if start + 128 > 60000:
+                state["order"], start = rng.permutation(60000), 0
+            rows = state["order"][start:start + 128]
             x.take(rows, axis=0), y.take(rows)
-            position[0] += 128
+            state["start"] = start + 128
 
     row("3. 60k x 784 float32, batch 128, shuffled, main process",
         TupleDataset(x, y), 128, 0, 200, rounds, shuffle=True, extra={"numpy gather": gather})
-    with tempfile.TemporaryDirectory() as root:
-        row("4. 500x375 JPEGs (Pillow), batch 32, 2 workers", Jpegs(make_jpegs(root, 600)),
-            32, 2, 8, rounds)
-    first_batch(cpu, rounds)
 
 
 if __name__ == "__main__":

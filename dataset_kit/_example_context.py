@@ -46,6 +46,37 @@ def install(context: BatchContext | None) -> BatchContext | None:
     return previous
 
 
+_new_context = object.__new__
+
+
+def fetch_within(fetch: Callable[[Any, np.ndarray], Any], dataset: Any, indices: np.ndarray,
+                 seed: int, epochs: int | np.ndarray) -> Any:
+    """Return ``fetch(dataset, indices)`` with the batch's context installed meanwhile.
+
+    What :func:`install` of a new :class:`BatchContext` and of the previous
+    one after does, in one call: this runs once per batch on the serial path.
+
+    Args:
+        fetch: the function that fetches the batch.
+        dataset: its first argument.
+        indices: the batch's indices, its second argument.
+        seed: the iterator's seed.
+        epochs: the epoch of the batch, or of each of its indices.
+
+    Returns:
+        What ``fetch`` returned.
+    """
+    context = _new_context(BatchContext)
+    context.seed, context.indices, context.epochs, context.cursor = seed, indices, epochs, 0
+    local = _local
+    previous = getattr(local, "context", None)
+    local.context = context
+    try:
+        return fetch(dataset, indices)
+    finally:
+        local.context = previous
+
+
 def map_examples(fn: Callable[[Any], Any], items: Iterable[Any]) -> list:
     """Return ``[fn(item) for item in items]``, with the example cursor at each item.
 

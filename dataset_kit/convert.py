@@ -116,17 +116,22 @@ def concat_examples(batch: Sequence[Any], device: Any = None, padding: Any = Non
             dict, different lengths or keys), shapes differ without padding, or
             ``padding`` does not match the example structure.
     """
-    if len(batch) == 0:
-        raise ValueError("concat_examples got an empty batch; it needs at least one example")
     if isinstance(batch, ExampleBatch):
+        # Checked first, and only as far as the arguments ask: the common
+        # case (no padding, host arrays) costs a few attribute reads.
+        if len(batch) == 0:
+            raise ValueError("concat_examples got an empty batch; it needs at least one example")
         columns = batch.columns
-        if isinstance(columns, tuple):
-            _padding_per_element(padding, len(columns))
-        elif isinstance(columns, dict):
-            _padding_per_key(padding, list(columns))
+        if padding is not None:
+            if isinstance(columns, tuple):
+                _padding_per_element(padding, len(columns))
+            elif isinstance(columns, dict):
+                _padding_per_key(padding, list(columns))
         # Columns are stacked already, so every example has the same shape:
         # padding to the per-axis maximum changes nothing.
-        return to_device(device, columns)
+        return columns if device is None else to_device(device, columns)
+    if len(batch) == 0:
+        raise ValueError("concat_examples got an empty batch; it needs at least one example")
     first = batch[0]
     if isinstance(first, tuple):
         _check_structure(batch, tuple, len(first))

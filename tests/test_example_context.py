@@ -92,3 +92,29 @@ def test_example_rng_is_exported_at_the_top_level():
     import dataset_kit
 
     assert dataset_kit.example_rng is example_rng
+
+
+def test_a_batch_context_is_installed_only_while_its_batch_is_fetched_even_when_it_raises():
+    from dataset_kit import _example_context
+
+    seen = []
+
+    def fetch(dataset, indices):
+        seen.append(example_rng().integers(1 << 30))
+        if dataset == "broken":
+            raise OSError("unreadable")
+        return list(indices)
+
+    indices = np.array([4, 2])
+    assert _example_context.fetch_within(fetch, "ok", indices, 7, 3) == [4, 2]
+    outer = _example_context.BatchContext(7, indices, 3)
+    previous = _example_context.install(outer)
+    try:
+        with pytest.raises(OSError, match="unreadable"):
+            _example_context.fetch_within(fetch, "broken", indices, 7, 3)
+        assert _example_context.current() is outer  # an enclosing batch's context is back
+    finally:
+        _example_context.install(previous)
+    assert _example_context.current() is previous
+    # The draws inside are those of (seed 7, epoch 3, index 4): the same each time.
+    assert seen[0] == seen[1]

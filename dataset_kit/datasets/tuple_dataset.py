@@ -73,8 +73,13 @@ class TupleDataset(DatasetMixin):
         return tuple(d[i] for d in self._datasets)
 
     def get_batch(self, indices: np.ndarray) -> Sequence[tuple]:
-        if self._arrays is not None:
-            return ExampleBatch._trusted(tuple([take_rows(a, indices) for a in self._arrays]),
+        arrays = self._arrays
+        if arrays is not None:
+            if len(arrays) == 2:  # (x, y), the commonest, without a comprehension's frame
+                x, y = arrays
+                return ExampleBatch._trusted((take_rows(x, indices), take_rows(y, indices)),
+                                            len(indices))
+            return ExampleBatch._trusted(tuple([take_rows(a, indices) for a in arrays]),
                                         len(indices))
         columns = [_gather(d, indices) for d in self._datasets]
         stacked = [_stacked(c) for c in columns]

@@ -26,11 +26,17 @@ from dataset_kit.engine import _checkpoint, _upgrades
 from dataset_kit.engine._epoch import EpochIterator
 from dataset_kit.engine._executor_spec import ExecutorSpec, make_executor
 from dataset_kit.engine._executors import Executor, SerialExecutor
+from dataset_kit.engine._fetch import fetch_batch
 from dataset_kit.engine._orders import Orders
+from dataset_kit.engine._run import PlainRun
 from dataset_kit.engine._spec import BatchSpec
 from dataset_kit.engine._statemachine import BatchPlan, Position
 from dataset_kit.engine.protocols import BatchStops
 from dataset_kit.engine.samplers import ShuffleOrderSampler, draw_seed
+
+# The NamedTuples' own constructors are Python functions; a plain batch builds
+# its plan and position directly (equal objects, for a fraction of the cost).
+_new = tuple.__new__
 
 
 @dataclass(frozen=True)
@@ -108,14 +114,21 @@ class Engine:
         self._spec = BatchSpec(batch_size, self._orders.epoch_size, bool(repeat), last_batch)
         if isinstance(executor, ExecutorSpec):
             executor = make_executor(executor, dataset)
+        # Our own serial executor builds a batch with fetch_batch and nothing
+        # else, so a plain batch can be fetched without its submit/collect.
+        self._fetches_itself = executor is None
         self._executor = SerialExecutor(dataset) if executor is None else executor
         self._hold = bool(hold_between_epochs)
-        self._position = Position()
-        self._planned = Position()
+        # The position, planned position and last plan as of the last batch
+        # not taken from a run; see _settle() and the properties below.
+        self._settled_position = self._settled_planned = Position()
+        self._settled_plan: BatchPlan | None = None
         self._pending: deque = deque()  # (position after, plan, handle), in plan order
         self._deferred: BaseException | None = None
-        self._last_plan: BatchPlan | None = None
         self._most_in_flight = 0
+        # The plain batches ahead of the position (see _run), for an executor
+        # that builds each batch when asked; None while there are none.
+        self._run: PlainRun | None = None
 
     # -- what doors read ---------------------------------------------------------
 
@@ -197,6 +210,25 @@ class Engine:
             Exception: whatever building the batch raised; the batch was not
                 consumed, so the next call asks for it again.
         """
+        run = self._run
+        if run is not None and run.taken < run.count:
+            # A plain batch (see _run): what advance() would plan, cut from the
+            # order directly. Inline, as it is most batches of most epochs.
+            k, epoch, bounds, base = run.taken, run.epoch, run.bounds, run.base
+            start, stop = bounds[k], bounds[k + 1]
+            plan = _new(BatchPlan, (run.indices[start - base:stop - base], epoch, 0))
+            if not run.recomputable:
+                self._orders.note_start(epoch, start)  # as _fill notes it for a stateful sampler
+            if run.fetches:
+                batch = fetch_batch(self._dataset, plan, self._seed, True)
+            else:
+                executor = self._executor
+                executor.ensure_open()
+                batch = executor.collect(executor.submit(plan, self._seed))
+            # Consumed only once built: a batch whose building raised is asked again.
+            # The position and plan it leaves are derived when asked (_settle).
+            run.taken = k + 1
+            return batch
         spec = self._spec
         if spec.repeat and spec.epoch_size and not spec.yields_batches:
             raise ValueError(
@@ -227,15 +259,85 @@ class Engine:
             self._discard_planned()
             raise
         self._consume(position, plan)
-        if self._executor.prefetches and not (self._hold and position.is_new_epoch):
-            try:
-                self._fill()
-            except BaseException as error:
-                # The batch in hand is consumed already: deliver it, and
-                # report the failure on the next call.
-                self._discard_planned()
-                self._deferred = error
+        if self._executor.prefetches:
+            if not (self._hold and position.is_new_epoch):
+                try:
+                    self._fill()
+                except BaseException as error:
+                    # The batch in hand is consumed already: deliver it, and
+                    # report the failure on the next call.
+                    self._discard_planned()
+                    self._deferred = error
+        elif self._executor.depth == 1:
+            # Each batch is built when asked: the plain batches ahead need no planning.
+            self._run = self._plain_run()
         return batch
+
+    # -- the position, kept lazily while a run is taken ---------------------------
+
+    def _settle(self) -> None:
+        """Record the position and plan the last batch taken from the run left.
+
+        A plain batch only counts itself in its run (``taken``); its position
+        and plan are what advance() would have returned, built here when
+        something reads them, and only for the last one.
+        """
+        run = self._run
+        if run is None or run.settled == run.taken:
+            return
+        k, epoch, base = run.taken - 1, run.epoch, run.base
+        start, stop = run.bounds[k], run.bounds[k + 1]
+        self._settled_position = self._settled_planned = _new(
+            Position, (epoch, stop, False, epoch + start / run.epoch_size, 0))
+        self._settled_plan = _new(BatchPlan, (run.indices[start - base:stop - base], epoch, 0))
+        run.settled = run.taken
+
+    def _drop_run(self) -> None:
+        self._settle()
+        self._run = None
+
+    @property
+    def _position(self) -> Position:
+        self._settle()
+        return self._settled_position
+
+    @_position.setter
+    def _position(self, position: Position) -> None:
+        self._drop_run()
+        self._settled_position = position
+
+    @property
+    def _planned(self) -> Position:
+        self._settle()
+        return self._settled_planned
+
+    @_planned.setter
+    def _planned(self, position: Position) -> None:
+        self._drop_run()
+        self._settled_planned = position
+
+    @property
+    def _last_plan(self) -> BatchPlan | None:
+        self._settle()
+        return self._settled_plan
+
+    @_last_plan.setter
+    def _last_plan(self, plan: BatchPlan | None) -> None:
+        self._drop_run()
+        self._settled_plan = plan
+
+    def _plain_run(self) -> PlainRun | None:
+        """The run of plain batches ahead of the position, if the next batch is one."""
+        position, orders = self._position, self._orders
+        epoch = position.epoch
+        stops = orders.stops_of(epoch) if orders.stops_of is not None else None
+        bounds = self._spec.plain_bounds(position, stops)
+        if bounds is None:
+            return None
+        # The epoch's order is cached: the step that entered the epoch asked for it.
+        order = orders.order_of(epoch)
+        return PlainRun(epoch, None if order is None else order.astype(np.int64, copy=False),
+                        bounds, self._spec.epoch_size, orders.recomputable, self._fetches_itself)
 
     def skip_empty_epoch(self) -> bool:
         """Consume the epoch about to start if it has no batch; return whether it did.
@@ -265,6 +367,7 @@ class Engine:
         return True
 
     def _consume(self, position: Position, plan: BatchPlan) -> None:
+        self._drop_run()
         if position.epoch != self._position.epoch:
             # Keep the orders a rolled-over batch still takes examples from.
             reach = -(-position.carry // self._spec.epoch_size) if position.carry else 1
@@ -307,6 +410,7 @@ class Engine:
     def _discard_planned(self) -> None:
         handles = [handle for _, _, handle in self._pending if handle is not None]
         self._pending.clear()
+        self._drop_run()
         if handles:
             self._executor.cancel(handles)
         self._planned = self._position
@@ -325,8 +429,10 @@ class Engine:
     def __getstate__(self) -> dict:
         # A copy starts from the consumed position: batches in flight (and
         # the threads or processes building them) belong to the original.
+        self._settle()
         state = self.__dict__.copy()
-        state.update(_pending=deque(), _planned=self._position, _deferred=None)
+        state.update(_pending=deque(), _settled_planned=self._settled_position, _deferred=None,
+                     _run=None)
         return state
 
     def __copy__(self) -> Engine:

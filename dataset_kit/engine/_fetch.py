@@ -41,13 +41,10 @@ def fetch_batch(dataset: Any, plan: BatchPlan, seed: int, stack: bool = False) -
     Returns:
         The batch: a sequence of examples in plan order.
     """
-    previous = _example_context.install(
-        _example_context.BatchContext(seed, plan.indices, plan.epochs))
-    try:
-        examples = fetch_examples(dataset, plan.indices)
-    finally:
-        _example_context.install(previous)
-    return as_batch(examples) if stack else examples
+    examples = _example_context.fetch_within(fetch_examples, dataset, plan.indices, seed,
+                                             plan.epochs)
+    # Only a list is stacked (as_batch): checked here, as most batches are not lists.
+    return as_batch(examples) if stack and type(examples) is list else examples
 
 
 def as_batch(examples: Sequence[Any]) -> Sequence[Any]:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from dataset_kit._checks import non_negative_int, positive_int
 from dataset_kit.engine._statemachine import (
@@ -11,6 +14,7 @@ from dataset_kit.engine._statemachine import (
     OrderOf,
     Position,
     advance,
+    plain_bounds,
 )
 
 
@@ -63,6 +67,13 @@ class BatchSpec:
         """Plan the batch after ``position``; see :func:`~._statemachine.advance`."""
         return advance(position, self.batch_size, self.epoch_size, self.repeat, order_of,
                        self.last_batch, stops_of)
+
+    def plain_bounds(self, position: Position, stops: np.ndarray | None = None
+                     ) -> Sequence[int] | None:
+        """Where the plain batches ahead of ``position`` start and end; see
+        :func:`~._statemachine.plain_bounds`."""
+        return plain_bounds(position, self.batch_size, self.epoch_size, self.repeat,
+                            self.last_batch, stops)
 
     def batches_per_epoch(self, carry: int = 0) -> int:
         """Return how many batches the epoch starting with ``carry`` rolled-over examples has."""

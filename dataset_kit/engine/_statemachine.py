@@ -31,7 +31,7 @@ Chainer-style ``next()`` steps over it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -168,6 +168,48 @@ def advance(
         next_position = Position(epoch, stop, False, detail, 0)
     plan = _plan(parts, [(e, t) for e, t in epochs if t], pad)
     return next_position, plan
+
+
+def plain_bounds(position: Position, batch_size: int, dataset_length: int, repeat: bool,
+                 last_batch: str | None = None,
+                 stops: np.ndarray | None = None) -> Sequence[int] | None:
+    """Return where the *plain* batches ahead of ``position`` start and end, if any.
+
+    A plain batch lies inside one epoch's order, takes no carried, padding or
+    next-epoch example and does not end its epoch: batch ``k`` is then
+    ``order[bounds[k]:bounds[k + 1]]`` of the epoch in progress, and
+    :func:`advance` would return ``Position(epoch, bounds[k + 1], False,
+    epoch + bounds[k] / dataset_length, 0)`` for it, asking no order but the
+    epoch's own. Most batches of an epoch are plain, so an engine can cut them
+    from the order without stepping the machine (and the batches around them,
+    which end epochs or cross them, are left to :func:`advance`).
+
+    Args:
+        position: the current position.
+        batch_size: examples per batch.
+        dataset_length: examples per epoch.
+        repeat: whether epochs repeat.
+        last_batch: the last-batch policy.
+        stops: the epoch's batch ends (a batch sampler's), or None.
+
+    Returns:
+        The bounds (at least two, the first being the current position), or
+        None when the next batch is not plain.
+    """
+    n, pos, b = dataset_length, position.current_position, batch_size
+    if n == 0 or position.carry or (not repeat and position.epoch > 0):
+        return None
+    bounds: Sequence[int]
+    if stops is not None:
+        if np.any(np.diff(stops) <= 0):
+            return None  # not a batch sampler's ends; advance() reports what it makes of them
+        ahead = stops[np.searchsorted(stops, pos, side="right"):]
+        bounds = [pos] + ahead[ahead < n].tolist()
+    elif last_batch in ("discard", "rollover"):
+        bounds = range(pos, n - b + 1, b)  # each batch leaves a full one in its epoch
+    else:
+        bounds = range(pos, n, b)  # each batch ends before the epoch does
+    return bounds if len(bounds) > 1 else None
 
 
 def _carried(order_of: OrderOf, epoch: int, carry: int, n: int) -> tuple[list, list]:

@@ -13,12 +13,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from dataset_kit.engine._spec import BatchSpec
-from dataset_kit.engine._statemachine import LAST_BATCH_POLICIES, BatchPlan, Position
+from dataset_kit.engine._statemachine import (
+    LAST_BATCH_POLICIES,
+    BatchPlan,
+    Position,
+    plain_bounds,
+)
 
 START = Position()
 TAG = 1000  # an index's epoch is index // TAG, its example index % TAG
@@ -218,6 +223,57 @@ def test_the_identity_order_equals_an_explicit_arange():
         assert [s.after for s in identity] == [s.after for s in explicit]
         assert all(np.array_equal(a.plan.indices, b.plan.indices)
                    for a, b in zip(identity, explicit, strict=True))
+
+
+def is_plain(step: Step) -> bool:
+    """Whether a step is a plain batch: inside its epoch's order, ending neither it nor
+    another, with no carried or padding example, and asking no other epoch's order."""
+    before, after, plan = step.before, step.after, step.plan
+    return (len(plan.indices) > 0 and isinstance(plan.epochs, int)
+            and plan.epochs == before.epoch == after.epoch and not after.is_new_epoch
+            and plan.pad == 0 and before.carry == 0 and set(step.asked) == {before.epoch})
+
+
+@given(spec=streams, seed=st.integers(0, 2**32 - 1))
+@example(spec=BatchSpec(3, 7, True, "rollover"), seed=1)  # a carried tail opens each epoch
+@example(spec=BatchSpec(3, 7, True, None), seed=1)  # a batch crosses into the next epoch
+@example(spec=BatchSpec(3, 8, True, "pad"), seed=1)
+@example(spec=BatchSpec(3, 8, False, "discard"), seed=1)
+def test_plain_bounds_predict_every_plain_batch_exactly_and_no_other(spec, seed):
+    check_plain_bounds(spec, None, seed)
+
+
+@given(spec_stops=stops_specs(), seed=st.integers(0, 2**32 - 1))
+def test_plain_bounds_follow_batch_stops(spec_stops, seed):
+    check_plain_bounds(*spec_stops, seed)
+
+
+def check_plain_bounds(spec: BatchSpec, stops: np.ndarray | None, seed: int) -> None:
+    """plain_bounds, from every position a stream passes, against advance()'s steps."""
+    n, order_of = spec.epoch_size, tagged(spec.epoch_size, seed)
+    stops_of = None if stops is None else (lambda epoch: stops)
+    steps = run(spec, order_of, stops_of)
+    for k, step in enumerate(steps):
+        before = step.before
+        bounds = plain_bounds(before, spec.batch_size, n, spec.repeat, spec.last_batch, stops)
+        assert bounds == spec.plain_bounds(before, stops)
+        # None exactly when advance() takes a batch that is not plain.
+        assert (bounds is not None) == is_plain(step)
+        if bounds is None:
+            continue
+        assert bounds[0] == before.current_position and len(bounds) >= 2
+        # Every batch of the run is the step advance() takes, and only plain ones.
+        ahead = steps[k:k + len(bounds) - 1]
+        assert len(ahead) == len(bounds) - 1
+        epoch = before.epoch
+        for j, taken in enumerate(ahead):
+            start, stop = bounds[j], bounds[j + 1]
+            assert is_plain(taken)
+            assert taken.after == Position(epoch, stop, False, epoch + start / n, 0)
+            assert taken.plan.indices.tolist() == order_of(epoch)[start:stop].tolist()
+        # The run ends where the next batch is not plain: it is as long as it can be.
+        if k + len(bounds) - 1 < len(steps):
+            assert not is_plain(steps[k + len(bounds) - 1])
 
 
 def as_checkpoint(position: Position) -> Position:
