@@ -10,7 +10,8 @@ so and prints dataset_kit's figures alone.
    against DataLoader(num_workers=2, persistent_workers=True); and 0 workers.
 2. 600 KB examples (3x224x224 float32), batch 64, 2 workers.
 3. An array dataset, 60k x 784 float32, batch 128, shuffled, in the main
-   process; also against a bare numpy gather of the same rows.
+   process; also against a bare numpy loop over shuffled epochs (a permutation
+   per epoch, one take per column per batch).
 4. 500x375 JPEG files decoded with Pillow, batch 32, 2 workers.
 5. The first batch of 32 x 1 ms examples with 2 fresh workers.
 
