@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
 
 import numpy as np
@@ -78,13 +79,16 @@ def main() -> None:
 
         def pillow_only_two_workers() -> None:
             # What a user without simplejpeg gets: Pillow decodes (the workers are forked
-            # with the decoder hidden).
-            hidden = decode._simplejpeg
-            decode._simplejpeg = lambda: None
+            # with the module hidden, which read_image takes for "not installed").
+            hidden = decode._simplejpeg()
+            sys.modules["simplejpeg"] = None  # type: ignore[assignment]
             try:
                 dataset_kit_two_workers()
             finally:
-                decode._simplejpeg = hidden
+                if hidden is None:
+                    del sys.modules["simplejpeg"]
+                else:
+                    sys.modules["simplejpeg"] = hidden
 
         t = median_of(3, bare=bare_loop, workers=dataset_kit_two_workers,
                       pillow=pillow_only_two_workers)
