@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from dataset_kit import _gather
 from dataset_kit._example_context import example_rng
 from dataset_kit.image import _resize, affine, color
 
@@ -234,7 +235,9 @@ class RecordAugment:
         if mirrored:
             chw = chw[:, :, ::-1]
         if p.dtype == "uint8":
-            return np.ascontiguousarray(chw)
+            out = _gather.empty(chw.shape, np.uint8)
+            np.copyto(out, chw)
+            return out
         if p.dtype == "int8":
             mean = np.rint(self._mean)
             return np.clip(chw.astype(np.float32) - mean, -128, 127).astype(np.int8)
@@ -244,10 +247,15 @@ class RecordAugment:
         mean = self._mean[:, :, ::-1] if mirrored and self._mean.shape[-1] > 1 else self._mean
         # The same float32 operations as (chw.astype(float32) - mean) * ... + ..., in
         # place in one contiguous CHW array: uint8 pixels convert exactly inside the
-        # subtraction, so the strided (HWC to CHW) pass reads bytes, not floats.
-        source = chw if chw.dtype == np.uint8 else chw.astype(np.float32)
-        out = np.empty(np.broadcast_shapes(source.shape, mean.shape), np.float32)
+        # subtraction. The strided (HWC to CHW, mirrored) pass copies bytes first, so
+        # the subtraction reads a contiguous array. The result is allocated where the
+        # batch travels (a worker's block), so stacking the batch copies nothing.
+        source = np.ascontiguousarray(chw) if chw.dtype == np.uint8 else chw.astype(np.float32)
+        out = _gather.empty(np.broadcast_shapes(source.shape, mean.shape), np.float32)
         np.subtract(source, mean, out=out)
-        out *= contrast / self._std
-        out += illumination / self._std
+        factor = contrast / self._std
+        out *= factor
+        # Adding +0.0 changes nothing but a -0.0 (a zero times a negative factor).
+        if illumination != 0 or not (factor > 0).all():
+            out += illumination / self._std
         return out.astype(p.dtype, copy=False)
