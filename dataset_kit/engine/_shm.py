@@ -114,11 +114,38 @@ class BlockPool:
         # collection triggered while this thread already holds the lock.
         self._lock = threading.RLock()
         self._closed = False
+        self._size = 0  # of the largest block adopted: what a batch needs
+        self._made = 0
 
     def take(self) -> Block | None:
-        """Lend a free block (the most recently freed), or None."""
+        """Lend a free block (the most recently freed), else a new one, else None.
+
+        With none free, a new block is made here the size of the largest a
+        worker made so far. Left to the worker, a batch without a block was
+        built in fresh private memory and then copied into a new block: 20-30
+        ms more per 38 MB batch (ImageRecordIter's batches of 64), several
+        times per iterator. None before any worker made a block (the size is
+        unknown), or if the block cannot be made (the worker then makes its
+        own, or reports why it cannot).
+        """
         with self._lock:
-            return self._free.pop() if self._free else None
+            if self._free:
+                return self._free.pop()
+            if self._closed or not self._size:
+                return None
+            self._made += 1
+            name, size = f"{self.prefix}m{self._made}", self._size
+        try:
+            block = Block(name, size, create=True, populate=False)
+        except OSError:
+            return None
+        with self._lock:
+            if self._closed:
+                unlink(name)
+                block.close()
+                return None
+            self._blocks[name] = block
+        return block
 
     def give_back(self, block: Block) -> None:
         """Return a block that holds nothing the caller can see."""
@@ -133,6 +160,7 @@ class BlockPool:
         block = Block(name, size, create=False, populate=False)
         with self._lock:
             self._blocks[name] = block
+            self._size = max(self._size, size)
         return block
 
     def retire(self, block: Block) -> None:

@@ -61,3 +61,21 @@ def test_the_main_process_maps_a_block_lazily_and_sees_what_the_worker_wrote(nam
     finally:
         worker.close()
         pool.close()
+
+
+def test_with_no_free_block_the_pool_makes_one_the_size_workers_needed(name):
+    pool = _shm.BlockPool(name)
+    worker = _shm.Block(f"{name}w0", SIZE, create=True)
+    try:
+        assert pool.take() is None  # no batch seen yet: its size is unknown
+        pool.adopt(worker.name, SIZE)
+        made = pool.take()
+        assert made is not None and made.size == SIZE and made.name.startswith(name)
+        lent_again = _shm.Block(made.name, SIZE, create=False)  # the worker's side
+        lent_again.close()
+        pool.give_back(made)
+        assert pool.take() is made  # a free block first
+    finally:
+        worker.close()
+        pool.close()
+    assert not [n for n in os.listdir(_shm.SHM_DIR) if n.startswith(name)]
