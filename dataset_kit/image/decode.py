@@ -55,9 +55,10 @@ def _simplejpeg() -> Any:
 def _read_file(path: str | os.PathLike, where: str) -> bytes:
     """A file's bytes, read in one go.
 
-    Pillow reads an image through many small buffered reads (about 40 for a
-    70 KB JPEG); decoding the bytes read at once was 0.25 ms faster per
-    500x375 JPEG (benchmarks/images.py).
+    Pillow reads a file through many small buffered reads (about 40 for a
+    70 KB JPEG); from the bytes read at once it reads nothing more. With the
+    other changes of that commit, a worker's CPU per 500x375 JPEG decoded by
+    Pillow went from 1.56-1.59 to 1.31-1.38 ms.
     """
     try:
         with open(path, "rb", buffering=0) as f:
