@@ -122,6 +122,9 @@ class RecordAugment:
         else:
             self._mean = np.asarray(params.mean[:channels], np.float32).reshape(-1, 1, 1)
         self._std = np.asarray(params.std[:channels], np.float32).reshape(-1, 1, 1)
+        # The sign every std shares (0 if they differ): contrast / std is then all
+        # positive exactly when contrast has that sign.
+        self._std_sign = 1 if (self._std > 0).all() else -1 if (self._std < 0).all() else 0
 
     def __call__(self, image: np.ndarray) -> np.ndarray:
         rng = example_rng(self.p.seed_aug)
@@ -253,9 +256,8 @@ class RecordAugment:
         source = np.ascontiguousarray(chw) if chw.dtype == np.uint8 else chw.astype(np.float32)
         out = _gather.empty(np.broadcast_shapes(source.shape, mean.shape), np.float32)
         np.subtract(source, mean, out=out)
-        factor = contrast / self._std
-        out *= factor
+        out *= contrast / self._std
         # Adding +0.0 changes nothing but a -0.0 (a zero times a negative factor).
-        if illumination != 0 or not (factor > 0).all():
+        if illumination != 0 or not contrast * self._std_sign > 0:
             out += illumination / self._std
         return out.astype(p.dtype, copy=False)
