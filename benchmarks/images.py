@@ -27,7 +27,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
+import statistics
+import sys
 import tempfile
+from collections.abc import Callable
 
 import numpy as np
 from _timing import best_of, median_of
@@ -40,6 +44,22 @@ from dataset_kit.image import decode
 from dataset_kit.iterators import MultiprocessIterator
 
 AUGMENT = dict(resize=256, rand_crop=True, rand_mirror=True, mean=True, std=True)
+
+
+def cpu_seconds(fn: Callable[[], None], into: list[float]) -> Callable[[], None]:
+    """``fn``, appending to ``into`` the CPU seconds each call took in this process and in
+    the child processes it waited for (the workers, once joined)."""
+
+    def timed() -> None:
+        before = [resource.getrusage(who) for who in (resource.RUSAGE_SELF,
+                                                      resource.RUSAGE_CHILDREN)]
+        fn()
+        after = [resource.getrusage(who) for who in (resource.RUSAGE_SELF,
+                                                     resource.RUSAGE_CHILDREN)]
+        into.append(sum(a.ru_utime + a.ru_stime - b.ru_utime - b.ru_stime
+                        for a, b in zip(after, before)))
+
+    return timed
 
 
 def make_folder(root: str, count: int) -> list[str]:
@@ -78,16 +98,21 @@ def main() -> None:
 
         def pillow_only_two_workers() -> None:
             # What a user without simplejpeg gets: Pillow decodes (the workers are forked
-            # with the decoder hidden).
-            hidden = decode._simplejpeg
-            decode._simplejpeg = lambda: None
+            # with the module hidden, which read_image takes for "not installed").
+            hidden = decode._simplejpeg()
+            sys.modules["simplejpeg"] = None  # type: ignore[assignment]
             try:
                 dataset_kit_two_workers()
             finally:
-                decode._simplejpeg = hidden
+                if hidden is None:
+                    del sys.modules["simplejpeg"]
+                else:
+                    sys.modules["simplejpeg"] = hidden
 
-        t = median_of(3, bare=bare_loop, workers=dataset_kit_two_workers,
-                      pillow=pillow_only_two_workers)
+        cpu: dict[str, list[float]] = {"bare": [], "workers": [], "pillow": []}
+        t = median_of(3, bare=cpu_seconds(bare_loop, cpu["bare"]),
+                      workers=cpu_seconds(dataset_kit_two_workers, cpu["workers"]),
+                      pillow=cpu_seconds(pillow_only_two_workers, cpu["pillow"]))
         n = len(paths)
         decoder = "simplejpeg" if decode._simplejpeg() is not None else "Pillow: no simplejpeg"
         print(f"1. {n} JPEGs of 500x375 ({size_mb:.0f} MB): bare PIL loop {n / t['bare']:.0f} "
@@ -96,6 +121,11 @@ def main() -> None:
         print(f"   ratio dataset_kit / bare loop: {t['bare'] / t['workers']:.2f} ({decoder}), "
               f"{t['bare'] / t['pillow']:.2f} (Pillow)  (target >= 1.7; medians of 3, "
               f"interleaved)")
+        per_image = {k: statistics.median(v) / n * 1e3 for k, v in cpu.items()}
+        print(f"   CPU per image, every process: bare loop {per_image['bare']:.2f} ms, "
+              f"dataset_kit {per_image['workers']:.2f} ms ({decoder}), "
+              f"{per_image['pillow']:.2f} ms (Pillow); load average {os.getloadavg()[0]:.1f} "
+              f"(under load, the wall ratio tends to the CPU ratio)")
 
         def full_then_resize() -> None:
             for p in paths:

@@ -41,6 +41,24 @@ class Arena:
         self.used = start + -(-nbytes // ALIGN) * ALIGN
         return self.base[start:start + nbytes].view(dtype).reshape(shape)
 
+    def stacked(self, arrays: list) -> np.ndarray | None:
+        """``np.stack(arrays)`` as a view, if the arrays lie back to back here, in order.
+
+        Examples whose arrays were allocated one after another (see
+        :func:`empty`) are then stacked already; anything else gives None.
+        """
+        head = arrays[0]
+        nbytes = head.nbytes
+        start = self.offset_of(head)
+        if start is None or nbytes == 0 or nbytes % ALIGN:
+            return None
+        for k, array in enumerate(arrays):
+            if (array.shape != head.shape or array.dtype != head.dtype
+                    or self.offset_of(array) != start + k * nbytes):
+                return None
+        return self.base[start:start + len(arrays) * nbytes].view(head.dtype).reshape(
+            (len(arrays),) + head.shape)
+
     def offset_of(self, array: np.ndarray) -> int | None:
         """The offset of ``array`` in the buffer, if it is a C-contiguous array lying there."""
         offset = array.__array_interface__["data"][0] - self.address
@@ -56,6 +74,23 @@ def install(arena: Arena | None) -> Arena | None:
     _local.arena = arena
     _arenas_used = _arenas_used or arena is not None
     return previous
+
+
+def empty(shape: tuple, dtype: np.dtype) -> np.ndarray:
+    """An uninitialised C-contiguous array for an example's result, in the arena if any.
+
+    An augmenter writes its output here: in a worker, the examples' results
+    then lie back to back in the block the batch travels in, and
+    :func:`stack` finds them stacked already (no copy of the batch). Only for
+    an array that is the example's result: any other would take space in the
+    block for nothing.
+    """
+    arena = getattr(_local, "arena", None) if _arenas_used else None
+    if arena is not None:
+        out = arena.allocate(tuple(shape), np.dtype(dtype))
+        if out is not None:
+            return out
+    return np.empty(shape, dtype)
 
 
 def take_rows(array: np.ndarray, indices: np.ndarray) -> np.ndarray:
@@ -88,6 +123,9 @@ def stack(arrays: list) -> np.ndarray:
     head = arrays[0]
     if arena is not None and isinstance(head, np.ndarray) and not head.dtype.hasobject \
             and all(isinstance(a, np.ndarray) and a.dtype == head.dtype for a in arrays):
+        stacked = arena.stacked(arrays)
+        if stacked is not None:  # results of empty(), in order: nothing to copy
+            return stacked
         out = arena.allocate((len(arrays),) + head.shape, head.dtype)
         if out is not None:
             return np.stack(arrays, out=out)

@@ -66,6 +66,49 @@ def test_stacked_examples_land_in_the_arena(arena):
     assert arena.offset_of(_gather.stack(big)) is None
 
 
+def test_examples_allocated_in_the_arena_are_stacked_without_a_copy(arena):
+    examples = []
+    for k in range(3):
+        example = _gather.empty((4, 8), np.float32)  # 128 bytes: back to back
+        example[...] = k
+        examples.append(example)
+    got = _gather.stack(examples)
+    assert arena.offset_of(got) == 0 and arena.used == 3 * 128  # no second copy
+    assert all(np.shares_memory(got[k], examples[k]) for k in range(3))
+    np.testing.assert_array_equal(got, np.stack([np.full((4, 8), k, np.float32)
+                                                 for k in range(3)]))
+
+
+@pytest.mark.parametrize("order", [[1, 0, 2], [0, 0, 1], [0, 2]])
+def test_arena_examples_out_of_order_or_repeated_are_copied(arena, order):
+    made = [_gather.empty((4, 8), np.float32) for _ in range(3)]
+    for k, example in enumerate(made):
+        example[...] = k
+    examples = [made[k] for k in order]
+    got = _gather.stack(examples)
+    assert arena.offset_of(got) == 3 * 128  # a copy after them
+    np.testing.assert_array_equal(got, np.stack(examples))
+
+
+def test_unaligned_arena_examples_are_copied(arena):
+    examples = [_gather.empty((3,), np.uint8) for _ in range(2)]  # 3 bytes, 64 apart
+    for k, example in enumerate(examples):
+        example[...] = k
+    got = _gather.stack(examples)
+    np.testing.assert_array_equal(got, [[0, 0, 0], [1, 1, 1]])
+    assert arena.offset_of(got) == 128
+
+
+def test_empty_outside_a_worker_is_numpy_and_a_full_arena_falls_back(arena):
+    assert arena.offset_of(_gather.empty((1 << 14,), np.float64)) is None  # 128 KiB
+    previous = _gather.install(None)
+    try:
+        out = _gather.empty((2, 3), np.int16)
+    finally:
+        _gather.install(previous)
+    assert out.shape == (2, 3) and out.dtype == np.int16 and arena.offset_of(out) is None
+
+
 @pytest.mark.parametrize("make", [
     lambda x, y: TupleDataset(x, y),
     lambda x, y: DictDataset(x=x, y=y),

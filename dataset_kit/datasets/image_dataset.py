@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from dataset_kit.dataset import DatasetMixin
-from dataset_kit.image.decode import pillow, read_image
+from dataset_kit.image.decode import load_decoders, read_image
 
 
 def _lines(path: str) -> list[str]:
@@ -44,7 +44,7 @@ class ImageDataset(DatasetMixin):
     """
 
     def __init__(self, paths: str | Sequence[str], root: str = ".", dtype: Any = None) -> None:
-        pillow()
+        load_decoders()
         self._paths = _lines(paths) if isinstance(paths, str) else list(paths)
         self._root = root
         self._dtype = np.dtype(np.float32 if dtype is None else dtype)
@@ -73,7 +73,7 @@ class LabeledImageDataset(DatasetMixin):
 
     def __init__(self, pairs: str | Sequence[tuple[str, int]], root: str = ".",
                  dtype: Any = None, label_dtype: Any = np.int32) -> None:
-        pillow()
+        load_decoders()
         self._pairs = _pairs_from_file(pairs) if isinstance(pairs, str) else list(pairs)
         self._root = root
         self._dtype = np.dtype(np.float32 if dtype is None else dtype)
@@ -100,7 +100,7 @@ class ZippedImageDataset(DatasetMixin):
     """
 
     def __init__(self, zipfilename: str, dtype: Any = None) -> None:
-        pillow()
+        load_decoders()
         self._zipfilename = os.fspath(zipfilename)
         self._dtype = np.dtype(np.float32 if dtype is None else dtype)
         self._zf: zipfile.ZipFile | None = None

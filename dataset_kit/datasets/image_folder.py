@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from dataset_kit.datasets.gluon_dataset import Dataset
-from dataset_kit.image.decode import pillow, read_image
+from dataset_kit.image.decode import load_decoders, read_image
 
 DEFAULT_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".ppm", ".pgm", ".tif", ".tiff", ".webp")
 
@@ -38,7 +38,7 @@ class ImageFolderDataset(Dataset):
     def __init__(self, root: str | os.PathLike, extensions: Sequence[str] | None = None,
                  dtype: Any = None, label_dtype: Any = np.int32,
                  draft_size: tuple[int, int] | None = None) -> None:
-        pillow()
+        load_decoders()
         self._draft_size: tuple[int, int] | None = None
         if draft_size is not None:
             width, height = draft_size

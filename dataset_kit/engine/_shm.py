@@ -22,6 +22,7 @@ from collections import deque
 import numpy as np
 
 SHM_DIR = "/dev/shm"
+_MAP_POPULATE = getattr(mmap, "MAP_POPULATE", 0)  # Linux only
 
 
 def available() -> bool:
@@ -36,13 +37,17 @@ class Block:
         name: the file name in ``/dev/shm``.
         size: its size in bytes.
         create: create it (and reserve its pages) rather than open it.
+        populate: map every page at once (a worker, which fills the block):
+            one page fault per 4 KiB cost 22 ms for a 48 MB block written
+            through a fresh mapping, against 8 ms populated. The main process
+            maps without, as its caller may read only part of a batch.
 
     Raises:
         OSError: if the file cannot be created, reserved or opened (for
             example ``ENOSPC`` when ``/dev/shm`` is full).
     """
 
-    def __init__(self, name: str, size: int, create: bool) -> None:
+    def __init__(self, name: str, size: int, create: bool, populate: bool = True) -> None:
         path = os.path.join(SHM_DIR, name)
         fd = os.open(path, os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0), 0o600)
         try:
@@ -54,7 +59,8 @@ class Block:
                 except BaseException:
                     os.unlink(path)
                     raise
-            self.mmap = mmap.mmap(fd, size)
+            flags = mmap.MAP_SHARED | (_MAP_POPULATE if populate else 0)
+            self.mmap = mmap.mmap(fd, size, flags=flags)
         finally:
             os.close(fd)
         self.name = name
@@ -108,11 +114,38 @@ class BlockPool:
         # collection triggered while this thread already holds the lock.
         self._lock = threading.RLock()
         self._closed = False
+        self._size = 0  # of the largest block adopted: what a batch needs
+        self._made = 0
 
     def take(self) -> Block | None:
-        """Lend a free block (the most recently freed), or None."""
+        """Lend a free block (the most recently freed), else a new one, else None.
+
+        With none free, a new block is made here the size of the largest a
+        worker made so far. Left to the worker, a batch without a block was
+        built in fresh private memory and then copied into a new block: 20-30
+        ms more per 38 MB batch (ImageRecordIter's batches of 64), several
+        times per iterator. None before any worker made a block (the size is
+        unknown), or if the block cannot be made (the worker then makes its
+        own, or reports why it cannot).
+        """
         with self._lock:
-            return self._free.pop() if self._free else None
+            if self._free:
+                return self._free.pop()
+            if self._closed or not self._size:
+                return None
+            self._made += 1
+            name, size = f"{self.prefix}m{self._made}", self._size
+        try:
+            block = Block(name, size, create=True, populate=False)
+        except OSError:
+            return None
+        with self._lock:
+            if self._closed:
+                unlink(name)
+                block.close()
+                return None
+            self._blocks[name] = block
+        return block
 
     def give_back(self, block: Block) -> None:
         """Return a block that holds nothing the caller can see."""
@@ -124,9 +157,10 @@ class BlockPool:
 
     def adopt(self, name: str, size: int) -> Block:
         """Map a block a worker created; the pool owns (and will unlink) it."""
-        block = Block(name, size, create=False)
+        block = Block(name, size, create=False, populate=False)
         with self._lock:
             self._blocks[name] = block
+            self._size = max(self._size, size)
         return block
 
     def retire(self, block: Block) -> None:

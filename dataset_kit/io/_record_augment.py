@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from dataset_kit import _gather
 from dataset_kit._example_context import example_rng
 from dataset_kit.image import _resize, affine, color
 
@@ -121,6 +122,9 @@ class RecordAugment:
         else:
             self._mean = np.asarray(params.mean[:channels], np.float32).reshape(-1, 1, 1)
         self._std = np.asarray(params.std[:channels], np.float32).reshape(-1, 1, 1)
+        # The sign every std shares (0 if they differ): contrast / std is then all
+        # positive exactly when contrast has that sign.
+        self._std_sign = 1 if (self._std > 0).all() else -1 if (self._std < 0).all() else 0
 
     def __call__(self, image: np.ndarray) -> np.ndarray:
         rng = example_rng(self.p.seed_aug)
@@ -234,7 +238,9 @@ class RecordAugment:
         if mirrored:
             chw = chw[:, :, ::-1]
         if p.dtype == "uint8":
-            return np.ascontiguousarray(chw)
+            out = _gather.empty(chw.shape, np.uint8)
+            np.copyto(out, chw)
+            return out
         if p.dtype == "int8":
             mean = np.rint(self._mean)
             return np.clip(chw.astype(np.float32) - mean, -128, 127).astype(np.int8)
@@ -244,10 +250,14 @@ class RecordAugment:
         mean = self._mean[:, :, ::-1] if mirrored and self._mean.shape[-1] > 1 else self._mean
         # The same float32 operations as (chw.astype(float32) - mean) * ... + ..., in
         # place in one contiguous CHW array: uint8 pixels convert exactly inside the
-        # subtraction, so the strided (HWC to CHW) pass reads bytes, not floats.
-        source = chw if chw.dtype == np.uint8 else chw.astype(np.float32)
-        out = np.empty(np.broadcast_shapes(source.shape, mean.shape), np.float32)
+        # subtraction. The strided (HWC to CHW, mirrored) pass copies bytes first, so
+        # the subtraction reads a contiguous array. The result is allocated where the
+        # batch travels (a worker's block), so stacking the batch copies nothing.
+        source = np.ascontiguousarray(chw) if chw.dtype == np.uint8 else chw.astype(np.float32)
+        out = _gather.empty(np.broadcast_shapes(source.shape, mean.shape), np.float32)
         np.subtract(source, mean, out=out)
         out *= contrast / self._std
-        out += illumination / self._std
+        # Adding +0.0 changes nothing but a -0.0 (a zero times a negative factor).
+        if illumination != 0 or not contrast * self._std_sign > 0:
+            out += illumination / self._std
         return out.astype(p.dtype, copy=False)

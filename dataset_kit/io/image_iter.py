@@ -31,6 +31,7 @@ resume (MXNet's draw from Python's global ``random``).
 
 from __future__ import annotations
 
+import contextlib
 import os
 from numbers import Number
 from typing import Any
@@ -42,8 +43,10 @@ from dataset_kit._example_context import map_examples
 from dataset_kit.convert import concat_examples
 from dataset_kit.dataset import DatasetMixin
 from dataset_kit.engine import DEFAULT_BATCH_TIMEOUT, Engine, ExecutorSpec
+from dataset_kit.image import _resize
 from dataset_kit.image._draws import one_generator
 from dataset_kit.image.augmenters import CreateAugmenter
+from dataset_kit.image.decode import load_decoders
 from dataset_kit.image.functional import decode_hwc
 from dataset_kit.io._engine_iter import EngineDataIter
 from dataset_kit.io.data_iter import DataDesc
@@ -261,6 +264,10 @@ class ImageIter(EngineDataIter):
                                 start_method=start_method, timeout=timeout,
                                 converter=concat_examples)
         policy, pad_rule = _POLICIES[last_batch_handle]
+        # Imported before the workers fork, so that they inherit them (see load_decoders).
+        with contextlib.suppress(ImportError):  # then the first decode says so
+            load_decoders()
+        _resize.opencv()
         engine = Engine(dataset, batch_size=batch_size, shuffle=self.shuffle, seed=seed,
                         last_batch=policy, executor=executor)
         label_shape = (label_width,) if label_width > 1 else ()

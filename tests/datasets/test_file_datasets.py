@@ -1,6 +1,7 @@
 """File-backed datasets: content, errors, and every iterator kind and start method."""
 
 import json
+import os
 import pickle
 import sys
 import zipfile
@@ -222,3 +223,37 @@ def test_jpegs_decode_to_the_same_pixels_with_either_decoder(tmp_path, jpeg_deco
     (tmp_path / "cut.jpg").write_bytes(raw[:len(raw) // 2])
     with pytest.raises(CorruptImageError, match=r"cut.jpg \(example 0\)"):
         ImageDataset(["cut.jpg"], root=str(tmp_path))[0]
+
+
+def test_image_datasets_and_iterators_import_the_decoders_before_workers_fork(tmp_path):
+    """Made in the parent, they leave Pillow, simplejpeg and OpenCV imported there, so that
+    forked workers inherit them instead of importing them again for every iterator."""
+    pytest.importorskip("simplejpeg", reason="checks that simplejpeg is imported early")
+    pytest.importorskip("cv2", reason="checks that OpenCV is imported early")
+    import subprocess
+    import textwrap
+
+    from dataset_kit.recordio import IndexedRecordWriter, IRHeader, pack_img
+
+    (tmp_path / "a").mkdir()
+    pixels = np.zeros((8, 8, 3), np.uint8)
+    Image.fromarray(pixels).save(tmp_path / "a" / "x.jpg")
+    with IndexedRecordWriter(tmp_path / "t.idx", tmp_path / "t.rec") as writer:
+        writer.write_idx(0, pack_img(IRHeader(0, 0.0, 0, 0), pixels))
+    child = textwrap.dedent(f"""
+        import sys
+        def loaded():
+            return sorted(m for m in ("simplejpeg", "cv2") if m in sys.modules)
+        from dataset_kit.datasets import ImageFolderDataset, LabeledImageDataset
+        from dataset_kit.io import ImageRecordIter
+        assert loaded() == [], loaded()
+        ImageFolderDataset({str(tmp_path)!r})
+        assert loaded() == ["simplejpeg"], loaded()
+        it = ImageRecordIter({str(tmp_path / "t.rec")!r}, (3, 8, 8), 1, preprocess_threads=2)
+        assert loaded() == ["cv2", "simplejpeg"], loaded()
+        it.close()
+    """)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    done = subprocess.run([sys.executable, "-c", child], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr

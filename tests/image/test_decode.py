@@ -121,3 +121,59 @@ def test_a_directory_is_named_as_a_directory(tmp_path, jpeg_decoder):
         ImageFolderDataset(__file__)
     with pytest.raises(FileNotFoundError, match="does not exist"):
         ImageFolderDataset(tmp_path / "missing")
+
+
+class _NotInstalled:
+    """A meta-path finder for which simplejpeg is not installed; it counts the lookups."""
+
+    def __init__(self):
+        self.lookups = 0
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "simplejpeg":
+            self.lookups += 1
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+def test_without_simplejpeg_pillow_decodes_and_the_import_is_tried_once(tmp_path, monkeypatch):
+    from dataset_kit.image import decode
+
+    pixels = np.random.default_rng(0).integers(0, 255, (30, 40, 3), dtype=np.uint8)
+    path = tmp_path / "a.jpg"
+    Image.fromarray(pixels).save(path, quality=90)
+    finder = _NotInstalled()
+    monkeypatch.delitem(sys.modules, "simplejpeg", raising=False)
+    monkeypatch.setattr(sys, "meta_path", [finder, *sys.meta_path])
+    monkeypatch.setattr(decode, "_simplejpeg_missing", False)
+    expected = np.asarray(Image.open(path).convert("RGB")).transpose(2, 0, 1)
+    for _ in range(3):
+        np.testing.assert_array_equal(read_image(str(path), np.uint8, "a.jpg"), expected)
+        np.testing.assert_array_equal(read_image(path.read_bytes(), np.uint8, "a.jpg"),
+                                      expected)
+    # A failed import is not remembered by Python: retried per image, it cost a path search.
+    assert finder.lookups == 1
+
+
+def _saved(image, fmt):
+    out = io.BytesIO()
+    image.save(out, fmt)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("mode", ["L", "LA", "RGB", "RGBA", "P", "I;16", "1", "CMYK"])
+@pytest.mark.parametrize("fmt", ["PNG", "TIFF", "JPEG"])
+def test_pillow_decodes_the_pixels_numpy_reads_from_pillow(monkeypatch, mode, fmt):
+    monkeypatch.setitem(sys.modules, "simplejpeg", None)
+    rng = np.random.default_rng(0)
+    image = Image.fromarray(rng.integers(0, 255, (30, 41, 3), dtype=np.uint8)).convert(mode)
+    try:
+        data = _saved(image, fmt)
+    except OSError:
+        pytest.skip(f"Pillow cannot write mode {mode} as {fmt}")
+    expected = np.asarray(Image.open(io.BytesIO(data)))
+    expected = expected[np.newaxis] if expected.ndim == 2 else expected.transpose(2, 0, 1)
+    for dtype in (np.uint8, np.float32):
+        got = read_image(data, dtype, "x")
+        assert got.dtype == dtype
+        np.testing.assert_array_equal(got, expected.astype(dtype))
