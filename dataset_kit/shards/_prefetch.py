@@ -147,6 +147,15 @@ class Prefetcher:
             self._request = (self._asked, plan, epoch, set(shards), set(batch), ahead, fit)
             self._wake.notify()
 
+    def cancel(self) -> None:
+        """Forget the shards not yet started (a download under way finishes)."""
+        if self._pid != os.getpid():
+            return  # never started in this process
+        with self._wake:
+            self._request, self._wanted = None, []
+            self._asked += 1
+            self._planned = self._asked  # a plan under way is stale
+
     def _run(self) -> None:
         while True:
             with self._wake:

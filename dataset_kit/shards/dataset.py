@@ -126,64 +126,56 @@ class StreamingDataset(DatasetMixin):
     def get_batch(self, indices: np.ndarray) -> Sequence[Any]:
         """Return the examples at ``indices``, a shard at a time.
 
-        The shards the batch needs are downloaded first (in parallel), then
-        the shards the planned order reaches next start downloading in the
-        background while this batch is read.
+        The shards the batch needs are downloaded first (in parallel); once
+        the first is there, the shards the planned order reaches next start
+        downloading in the background (not before: they would compete with
+        the batch's own) while this batch is read.
         """
         shard_of = np.searchsorted(self._starts_array, indices, side="right") - 1
         shards = np.unique(shard_of).tolist()
         self._download(shards)
-        self._prefetch_after(indices, shards)
         if type(self).get_example is not StreamingDataset.get_example:
             # A subclass decides what one example is: ask it for each.
-            return _example_context.map_examples(self.get_example, indices.tolist())
+            examples = _example_context.map_examples(self.get_example, indices.tolist())
+            self._prefetch_after(indices, shards)
+            return examples
         offsets = indices - self._starts_array[shard_of]
         out: list[Any] = [None] * len(indices)
         names = [name for name, _ in self._columns]
         decoders = [self._decode[name] for name in names]
-        for shard in shards:
+        for k, shard in enumerate(shards):
             where = np.flatnonzero(shard_of == shard)
-            columns = self._shard(shard).columns_of(offsets[where])
+            opened = self._shard(shard)
+            if not k:
+                self._prefetch_after(indices, shards)
+            columns = opened.columns_of(offsets[where])
             values = [list(map(decode, column)) for decode, column in zip(decoders, columns)]
             for k, row in zip(where.tolist(), zip(*values)):
                 out[k] = dict(zip(names, row))
         return out
 
     def _download(self, shards: list[int]) -> None:
-        """Fetch the missing ``shards``, on up to ``download_threads`` threads, if they fit.
+        """Start downloading the missing ``shards`` on ``download_threads`` threads, if they fit.
 
-        When they do not fit the cache together they are left to the reads,
-        one at a time, so eviction can follow the reads.
+        The reads then take each shard as soon as its bytes are verified. When
+        they do not fit the cache together they are left to the reads, one at
+        a time, so eviction can follow the reads.
         """
         missing = [s for s in shards if not os.path.exists(self._cache.path(s))]
-        if not missing:
-            return
+        if len(missing) < 2 or self._threads < 2:
+            return  # the read downloads it
         need = sum(self.manifest.shards[s].bytes for s in missing)
         limit = self._cache.cache_limit
         if limit is not None and self._cache.usage() + need > limit:
             return
-        if len(missing) == 1 or self._threads < 2:
-            for shard in missing:
-                self._cache.fetch(shard)
-            return
-        errors: list[BaseException] = []
 
         def work(part: list[int]) -> None:
-            try:
-                for shard in part:
-                    self._cache.fetch(shard)
-            except BaseException as error:  # noqa: BLE001 - raised below in this thread
-                errors.append(error)
+            for shard in part:
+                self._cache.fetch_quietly(shard)
 
-        threads = [threading.Thread(target=work, args=(missing[i::self._threads],),
-                                    daemon=True) for i in range(min(self._threads,
-                                                                    len(missing)))]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()  # each ranged read has its own timeout: this cannot hang
-        if errors:
-            raise errors[0]
+        for i in range(min(self._threads, len(missing))):
+            threading.Thread(target=work, args=(missing[i::self._threads],), daemon=True,
+                             name="shard-download").start()
 
     def _prefetch_after(self, indices: np.ndarray, shards: list[int]) -> None:
         """Have the shards the planned order needs after this batch downloaded."""
@@ -213,6 +205,14 @@ class StreamingDataset(DatasetMixin):
         opened = self._open.get(shard)
         if opened is not None:
             self._open.move_to_end(shard)
+            if opened.in_memory:
+                # Read from its verified bytes while they were being written:
+                # once published, map the file instead (marked in use, and the
+                # memory freed).
+                cached = self._cache.open_cached(shard)
+                if cached is not None:
+                    opened.close()
+                    self._open[shard] = opened = cached
             return opened
         while len(self._open) >= self._open_limit:
             self._open.popitem(last=False)[1].close()
@@ -221,7 +221,7 @@ class StreamingDataset(DatasetMixin):
         except CacheFullError:
             if not self._open:
                 raise
-            self.close()  # our own open shards may be what fills the cache
+            self._close_shards()  # our own open shards may be what fills the cache
             opened = self._cache.open(shard)
         self._open[shard] = opened
         return opened
@@ -229,14 +229,24 @@ class StreamingDataset(DatasetMixin):
     def prefetch(self, shards: Any) -> None:
         """Download the given shard numbers into the cache now (without keeping them open)."""
         for shard in shards:
-            self._cache.open(int(shard)).close()
+            self._cache.ensure(int(shard))
 
     def cache_usage(self) -> int:
         """Bytes in the local cache now."""
         return self._cache.usage()
 
     def close(self) -> None:
-        """Close this process's open shards (they become evictable)."""
+        """Close this process's open shards (they become evictable) and stop prefetching.
+
+        Returns once the downloads this process started have ended, so the
+        shards it read are then published in the cache.
+        """
+        self._close_shards()
+        self._prefetcher.cancel()
+        self._last_prefetch = None
+        self._cache.downloads.wait_all()
+
+    def _close_shards(self) -> None:
         while self._open:
             self._open.popitem()[1].close()
 

@@ -119,6 +119,7 @@ def test_least_recently_used_shards_are_evicted_within_the_limit(tmp_path):
     for i in range(100):
         check(ds[i], i)
         assert ds.cache_usage() <= limit
+    ds.close()  # the last shard read is published
     last = ds.locate(99)[0]
     cached = sorted(n for n in os.listdir(tmp_path / "cache") if n.endswith(".dks"))
     assert cached_name(manifest.shards[last]) in cached
@@ -129,7 +130,8 @@ def test_a_shard_in_use_is_never_evicted(tmp_path):
     manifest = write(tmp_path / "set", n=100, shard_size=1000)
     limit = max(s.bytes for s in manifest.shards)
     holder = StreamingDataset(tmp_path / "set", local=tmp_path / "cache", cache_limit=limit)
-    check(holder[0], 0)  # keeps shard 0 open
+    holder.prefetch([0])  # published in the cache
+    check(holder[0], 0)  # maps it and keeps it open
     other = StreamingDataset(tmp_path / "set", local=tmp_path / "cache", cache_limit=limit)
     with pytest.raises(CacheFullError, match=r"cannot hold shard shard\.00001\.dks"):
         other[ds_index_of_shard(other, 1)]
