@@ -75,16 +75,17 @@ class ShardFile:
     def __init__(self, path: str, count: int, columns: int, compressed: bool,
                  data: bytes | None = None) -> None:
         self.path, self.columns = path, columns
-        self._file = None
-        if data is None:
-            self._file = open(path, "rb")  # noqa: SIM115 - kept open: the mapping and its lock
+        self._file = None if data is not None else open(path, "rb")  # noqa: SIM115 - kept open
+        self._map: Any = data
         try:
-            size = os.fstat(self._file.fileno()).st_size if data is None else len(data)
+            if self._file is not None:  # mapped: the descriptor also holds the in-use lock
+                size = os.fstat(self._file.fileno()).st_size
+                if size >= header_size(0):
+                    self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
+            else:
+                size = len(data or b"")
             if size < header_size(0):
                 raise ShardFormatError(f"shard {path} has {size} bytes, fewer than a header")
-            self._map: Any = data
-            if data is None:
-                self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
             if self._map[:len(MAGIC)] != MAGIC:
                 raise ShardFormatError(f"shard {path} does not start with {MAGIC!r} at offset 0")
             found = struct.unpack_from("<Q", self._map, len(MAGIC))[0]
