@@ -22,6 +22,7 @@ import errno
 import fcntl
 import hashlib
 import os
+import shutil
 import threading
 from typing import Any
 
@@ -257,26 +258,38 @@ class ShardCache:
     def _download_verified(self, shard: int, path: str, url: str, keep: frozenset[str],
                            job: _handoff.Job) -> None:
         info = self.manifest.shards[shard]
+        temp = _files.staging_file(path)
         try:
-            with _reboot.publish(path, self._durable) as temp:
-                with open(temp, "wb") as out:
-                    if self.cache_limit is None:
+            out = open(temp, "wb")  # noqa: SIM115 - closed by _publish, or below
+            try:
+                if self.cache_limit is None:
+                    self._reserve(out, info.bytes)
+                else:
+                    with _files.lock_for(os.path.join(self.directory, ".room")):
+                        self._make_room(info.bytes, info.name, keep, self.cache_limit)
                         self._reserve(out, info.bytes)
-                    else:
-                        with _files.lock_for(os.path.join(self.directory, ".room")):
-                            self._make_room(info.bytes, info.name, keep, self.cache_limit)
-                            self._reserve(out, info.bytes)
-                    fs, root = self.fs
-                    digest = hashlib.sha256()
-                    pieces = _download.download(fs, f"{root}/{info.name}", url, info.bytes,
-                                                digest, **self.options)
-                    if digest.hexdigest() != info.sha256:
-                        raise _Mismatch(digest.hexdigest())
-                    self.downloads.hand_over(job, pieces[0] if len(pieces) == 1
-                                             else b"".join(pieces))
-                    for piece in pieces:
-                        out.write(piece)
-                    out.truncate(info.bytes)
+                fs, root = self.fs
+                digest = hashlib.sha256()
+                pieces = _download.download(fs, f"{root}/{info.name}", url, info.bytes,
+                                            digest, **self.options)
+                if digest.hexdigest() != info.sha256:
+                    raise _Mismatch(digest.hexdigest())
+            except BaseException:
+                out.close()
+                raise
+            # Written and published by a thread that is not a daemon, started
+            # before a reader has the bytes: a process that ends once it read
+            # them (its daemon threads stopped) still publishes them, so no
+            # other process downloads them again.
+            failed: list[BaseException] = []
+            writer = threading.Thread(target=self._publish, name=f"shard-write {info.name}",
+                                      args=(out, pieces, info.bytes, temp, path, failed),
+                                      daemon=False)  # else it inherits ours
+            writer.start()
+            self.downloads.hand_over(job, pieces[0] if len(pieces) == 1 else b"".join(pieces))
+            writer.join()
+            if failed:
+                raise failed[0]
         except CacheFullError:
             raise
         except OSError as error:
@@ -285,6 +298,31 @@ class ShardCache:
                     error.errno, f"no space left in the cache {self.directory} for shard "
                     f"{info.name} ({info.bytes} bytes); nothing of it was kept") from None
             raise
+        finally:
+            shutil.rmtree(os.path.dirname(temp), ignore_errors=True)
+
+    def _publish(self, out: Any, pieces: list[bytes], size: int, temp: str, path: str,
+                 failed: list[BaseException]) -> None:
+        """Write verified ``pieces`` to ``out`` (the staging file ``temp``); rename it to ``path``.
+
+        Without fsync where a reboot can be told (see ``_reboot``). A failure
+        goes to ``failed``, the staging folder is removed either way.
+        """
+        try:
+            with out:
+                for piece in pieces:
+                    out.write(piece)
+                out.truncate(size)
+                if self._durable:
+                    out.flush()
+                    os.fsync(out.fileno())
+            os.replace(temp, path)
+            if self._durable:
+                _files.fsync_directory(self.directory)
+        except BaseException as error:  # noqa: BLE001 - raised by the downloading thread
+            failed.append(error)
+        finally:
+            shutil.rmtree(os.path.dirname(temp), ignore_errors=True)
 
     @staticmethod
     def _reserve(out: Any, size: int) -> None:

@@ -320,7 +320,8 @@ def test_sigkill_mid_download_leaves_nothing_that_looks_cached(tmp_path, http_se
     proc = subprocess.Popen([sys.executable, "-c", script], env={**os.environ,
                                                                   "PYTHONPATH": root})
     try:
-        sigkill_when(proc, lambda: any(n.endswith(".part") for n in (
+        # A shard's staging folder (not the boot marker's): a download started.
+        sigkill_when(proc, lambda: any(".dks." in n and n.endswith(".part") for n in (
             os.listdir(cache) if cache.exists() else [])), "a download started", 60, 0.02)
     finally:
         proc.kill()
@@ -328,4 +329,5 @@ def test_sigkill_mid_download_leaves_nothing_that_looks_cached(tmp_path, http_se
     assert [n for n in os.listdir(cache) if n.endswith(".dks")] == []
     ds = StreamingDataset(http_server.url("/set"), local=cache, cache_limit=2 << 20)
     assert ds[0]["x"] == (tmp_path / "set").joinpath("shard.00000.dks").read_bytes()[-(1 << 20):]
+    ds.close()  # the shard read is published
     assert not any(n.endswith(".part") for n in os.listdir(cache))

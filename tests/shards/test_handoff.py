@@ -84,7 +84,7 @@ def test_a_shard_read_from_memory_is_mapped_from_the_cache_once_published(tmp_pa
 def test_a_reader_gets_the_verified_bytes_without_waiting_for_the_disk(tmp_path, monkeypatch):
     # A disk that takes its time cannot be made for real in a test: the rename
     # that publishes a shard waits here until the reader has its sample.
-    from dataset_kit.shards import _reboot
+    from dataset_kit.shards import _cache
 
     manifest = write(tmp_path / "set", n=30, shard_size=1000)
     replace, disk_done = os.replace, threading.Event()
@@ -94,7 +94,7 @@ def test_a_reader_gets_the_verified_bytes_without_waiting_for_the_disk(tmp_path,
             disk_done.wait(60)
         return replace(source, target)
 
-    monkeypatch.setattr(_reboot.os, "replace", slow)
+    monkeypatch.setattr(_cache.os, "replace", slow)
     ds = StreamingDataset(tmp_path / "set", local=tmp_path / "cache")
     got = []
     reader = threading.Thread(target=lambda: got.append(ds[0]), daemon=True)
@@ -113,7 +113,7 @@ def test_a_reader_gets_the_verified_bytes_without_waiting_for_the_disk(tmp_path,
 def test_a_failed_write_of_verified_bytes_is_raised_by_the_next_read(tmp_path, monkeypatch):
     # An I/O error of the cache's disk cannot be made for real in a test: the
     # rename that publishes a shard fails here as a dying disk would make it.
-    from dataset_kit.shards import _reboot
+    from dataset_kit.shards import _cache
 
     manifest = write(tmp_path / "set", n=30, shard_size=1000)
     replace = os.replace
@@ -123,7 +123,7 @@ def test_a_failed_write_of_verified_bytes_is_raised_by_the_next_read(tmp_path, m
             return replace(source, target)
         raise OSError(errno.EIO, "Input/output error", target)
 
-    monkeypatch.setattr(_reboot.os, "replace", broken)
+    monkeypatch.setattr(_cache.os, "replace", broken)
     ds = StreamingDataset(tmp_path / "set", local=tmp_path / "cache")
     check(ds[0], 0)  # the verified bytes, read before the write failed
     ds._cache.downloads.wait_all()
