@@ -7,7 +7,7 @@ import hashlib
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -95,6 +95,8 @@ class StreamingDataset(DatasetMixin):
         self._columns = list(self.manifest.columns.items())
         self._decode = {name: DECODE[enc] if decode_images or enc not in ("jpeg", "png")
                         else bytes for name, enc in self._columns}
+        self._decoders = [self._decode[name] for name, _ in self._columns]
+        self._rows = _row_builder([name for name, _ in self._columns])
         self._starts = self.manifest.starts.tolist()
         self._starts_array = np.asarray(self.manifest.starts, dtype=np.int64)
         self._open_limit = positive_int("open_shards", open_shards)
@@ -140,19 +142,25 @@ class StreamingDataset(DatasetMixin):
             self._prefetch_after(indices, shards)
             return examples
         offsets = indices - self._starts_array[shard_of]
+        if len(shards) == 1:  # the common case: a batch inside one shard
+            opened = self._shard(shards[0])
+            self._prefetch_after(indices, shards)
+            return self._rows(self._decoded(opened.columns_of(offsets)))
         out: list[Any] = [None] * len(indices)
-        names = [name for name, _ in self._columns]
-        decoders = [self._decode[name] for name in names]
-        for k, shard in enumerate(shards):
+        for number, shard in enumerate(shards):
             where = np.flatnonzero(shard_of == shard)
             opened = self._shard(shard)
-            if not k:
+            if not number:
                 self._prefetch_after(indices, shards)
-            columns = opened.columns_of(offsets[where])
-            values = [list(map(decode, column)) for decode, column in zip(decoders, columns)]
-            for k, row in zip(where.tolist(), zip(*values)):
-                out[k] = dict(zip(names, row))
+            rows = self._rows(self._decoded(opened.columns_of(offsets[where])))
+            for position, row in zip(where.tolist(), rows):
+                out[position] = row
         return out
+
+    def _decoded(self, columns: list[list[bytes]]) -> list[list]:
+        """Each column's values, decoded (a ``bytes`` column is already)."""
+        return [column if decode is bytes else list(map(decode, column))
+                for decode, column in zip(self._decoders, columns)]
 
     def _download(self, shards: list[int]) -> None:
         """Start downloading the missing ``shards`` on ``download_threads`` threads, if they fit.
@@ -161,9 +169,11 @@ class StreamingDataset(DatasetMixin):
         they do not fit the cache together they are left to the reads, one at
         a time, so eviction can follow the reads.
         """
-        missing = [s for s in shards if not os.path.exists(self._cache.path(s))]
-        if len(missing) < 2 or self._threads < 2:
+        if len(shards) < 2 or self._threads < 2:
             return  # the read downloads it
+        missing = [s for s in shards if not os.path.exists(self._cache.path(s))]
+        if len(missing) < 2:
+            return
         need = sum(self.manifest.shards[s].bytes for s in missing)
         limit = self._cache.cache_limit
         if limit is not None and self._cache.usage() + need > limit:
@@ -253,8 +263,26 @@ class StreamingDataset(DatasetMixin):
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
         state["_open"] = OrderedDict()
+        del state["_rows"]  # made again: a generated function does not pickle
         return state
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
+        self._rows = _row_builder([name for name, _ in self._columns])
         self._pid = os.getpid()
+
+
+def _row_builder(names: list[str]) -> Callable[[list[list]], list[dict]]:
+    """Return a function that turns columns of values into one dict per row.
+
+    Generated, as :mod:`dataclasses` generates ``__init__``: a dict display
+    with one key per column builds a row about three times faster than
+    ``dict(zip(names, row))``, which was a tenth of a warm epoch of small
+    records. The names are never part of the source, only their positions.
+    """
+    values = ", ".join(f"v{i}" for i in range(len(names)))
+    keys = ", ".join(f"k{i}: v{i}" for i in range(len(names)))
+    namespace: dict[str, Any] = {f"k{i}": name for i, name in enumerate(names)}
+    exec(f"def rows(columns):\n    return [{{{keys}}} for {values}, in zip(*columns)]\n",
+         namespace)  # noqa: S102 - the source holds positions only
+    return namespace["rows"]
