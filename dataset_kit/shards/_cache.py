@@ -347,18 +347,23 @@ class ShardCache:
         ``limit`` is ``cache_limit``, passed by the caller that checked it is set.
         """
         self._remove_dead_downloads()
-        usage = self.usage()
-        if usage + need <= limit:
-            return
-        cached = []
-        for entry in os.scandir(self.directory):
-            if entry.name in self.names and entry.name not in keep and entry.is_file():
-                with contextlib.suppress(FileNotFoundError):
-                    cached.append((entry.stat().st_mtime_ns, entry.path))
-        for _, victim in sorted(cached):
+        while True:
+            usage = self.usage()
             if usage + need <= limit:
+                return
+            cached = []
+            for entry in os.scandir(self.directory):
+                if entry.name in self.names and entry.name not in keep and entry.is_file():
+                    with contextlib.suppress(FileNotFoundError):
+                        cached.append((entry.stat().st_mtime_ns, entry.path))
+            for _, victim in sorted(cached):
+                if usage + need <= limit:
+                    break
+                usage -= _evict(victim)
+            # Shards this process's readers already have, still being written
+            # (a reader can outrun the disk), become evictable once published.
+            if usage + need <= limit or not self.downloads.wait_writes():
                 break
-            usage -= _evict(victim)
         if usage + need > limit:
             raise CacheFullError(
                 errno.ENOSPC, f"the cache {self.directory} (cache_limit {self.cache_limit} "

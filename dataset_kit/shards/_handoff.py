@@ -104,3 +104,16 @@ class Downloads:
         with self._changed:
             while self._jobs:
                 self._changed.wait(poll)
+
+    def wait_writes(self, poll: float = 1.0) -> bool:
+        """Wait for the jobs that handed their bytes over and are writing them; False if none.
+
+        Their staging files take room in the cache that only their end (the
+        shard published, hence evictable) gives back; the writes are local,
+        so this wait is short.
+        """
+        with self._changed:
+            writing = [job for job in self._jobs.values() if job.data is not None]
+            while not all(job.done for job in writing):
+                self._changed.wait(poll)
+            return bool(writing)

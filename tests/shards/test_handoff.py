@@ -3,6 +3,7 @@
 import errno
 import os
 import threading
+import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -108,6 +109,29 @@ def test_a_reader_gets_the_verified_bytes_without_waiting_for_the_disk(tmp_path,
         disk_done.set()
     ds.close()
     assert cached_name(manifest.shards[0]) in os.listdir(tmp_path / "cache")
+
+
+def test_a_reader_that_outruns_the_disk_waits_for_room_not_fails(tmp_path, monkeypatch):
+    # A slow disk, as above: each publishing rename takes a while, so the
+    # reader has moved on to later shards while earlier ones are written.
+    from dataset_kit.shards import _cache
+
+    manifest = write(tmp_path / "set", n=100, shard_size=1000)
+    limit = 2 * max(s.bytes for s in manifest.shards)
+    replace = os.replace
+
+    def slow(source, target):
+        if str(target).endswith(".dks"):
+            time.sleep(0.2)
+        return replace(source, target)
+
+    monkeypatch.setattr(_cache.os, "replace", slow)
+    ds = StreamingDataset(tmp_path / "set", local=tmp_path / "cache", cache_limit=limit,
+                          open_shards=1)
+    for i in range(len(ds)):
+        check(ds[i], i)
+        assert ds.cache_usage() <= limit
+    ds.close()
 
 
 def test_a_failed_write_of_verified_bytes_is_raised_by_the_next_read(tmp_path, monkeypatch):
