@@ -64,7 +64,7 @@ def download(fs: Any, path: str, url: str, size: int, digest: Any, *,
         digest: a :mod:`hashlib` object fed every byte read, in order.
         timeout: seconds a range may take before the download is given up.
         retries: consecutive failed ranges tolerated (with backoff) before giving up.
-        chunk_size: bytes per ranged read.
+        chunk_size: the most bytes per ranged read (the shard is cut into equal ranges).
 
     Returns:
         The shard's bytes, as the ranges read (``size`` bytes in all).
@@ -77,8 +77,11 @@ def download(fs: Any, path: str, url: str, size: int, digest: Any, *,
     pieces: list[bytes] = []
     if not size:
         return pieces
+    # Ranges of equal size, none over chunk_size: a small last range would cost
+    # a whole request for little.
+    step = -(-size // -(-size // chunk_size))
     received, failures = 0, 0
-    pending = _Read(fs, path, 0, min(size, chunk_size))
+    pending = _Read(fs, path, 0, min(size, step))
     while received < size:
         end = pending.end
         try:
@@ -92,7 +95,7 @@ def download(fs: Any, path: str, url: str, size: int, digest: Any, *,
                     f"downloading shard {url} failed {failures} times in a row at byte "
                     f"{received} of {size}: {type(error).__name__}: {error}") from error
             time.sleep(min(2.0, 0.05 * 2 ** failures))
-            pending = _Read(fs, path, received, min(size, received + chunk_size))
+            pending = _Read(fs, path, received, min(size, received + step))
             continue
         if data is None:
             raise ShardTimeoutError(f"downloading shard {url} stalled: reading bytes "
@@ -106,7 +109,7 @@ def download(fs: Any, path: str, url: str, size: int, digest: Any, *,
         if received < size:
             # Ask for the next range before hashing this one: the transfer
             # overlaps the work (hashlib releases the GIL).
-            pending = _Read(fs, path, received, min(size, received + chunk_size))
+            pending = _Read(fs, path, received, min(size, received + step))
         pieces.append(data)
         digest.update(data)
     return pieces

@@ -40,13 +40,16 @@ class StreamingDataset(DatasetMixin):
         cache_limit: bytes the cache may hold (least-recently-used shards not
             in use are evicted), or None for no limit.
         storage_options: passed to fsspec (credentials, endpoint, ...).
-        timeout: seconds one ranged read (``chunk_size`` bytes) may take before
-            :class:`ShardTimeoutError`.
+        timeout: seconds one ranged read (at most ``chunk_size`` bytes) may
+            take before :class:`ShardTimeoutError`.
         retries: consecutive failed ranged reads retried (resuming at the
             byte reached) before :class:`ShardDownloadError`.
-        chunk_size: bytes per ranged read (the next one is asked for while the
-            last is written and hashed); raise it for stores with a high
-            latency per request.
+        chunk_size: the most bytes per ranged read; a larger shard is cut into
+            equal ranges (the next one is asked for while the last is
+            hashed). The default reads a shard of the writer's default size
+            in one request, as each request costs a round trip; lower it (or
+            raise ``timeout``) for links slower than ``chunk_size / timeout``,
+            or so that a cut connection costs less to read again.
         open_shards: shards this process keeps open between calls.
         download_threads: shards of one batch downloaded at once (when they
             all fit the cache).
@@ -64,7 +67,7 @@ class StreamingDataset(DatasetMixin):
 
     def __init__(self, remote: str | os.PathLike, local: str | os.PathLike | None = None,
                  cache_limit: int | None = None, storage_options: dict | None = None, *,
-                 timeout: float = 60.0, retries: int = 5, chunk_size: int = 8 << 20,
+                 timeout: float = 60.0, retries: int = 5, chunk_size: int = 64 << 20,
                  open_shards: int = 2, download_threads: int = 4, prefetch_shards: int = 2,
                  decode_images: bool = True) -> None:
         remote = os.fspath(remote)
