@@ -102,19 +102,17 @@ class ShardCache:
         """The local path of shard number ``shard``."""
         return os.path.join(self.directory, cached_name(self.manifest.shards[shard]))
 
-    def fetch(self, shard: int, keep: frozenset[str] = frozenset(),
-              for_reader: bool = False) -> bool:
-        """Download shard ``shard`` into the cache unless it is there or on its way.
+    def fetch(self, shard: int, keep: frozenset[str] = frozenset()) -> bool:
+        """Download shard ``shard`` into the cache unless it is there or on its way (prefetch).
 
-        Returns at once when another thread of this process is downloading it
-        (a reader joins that download; see :meth:`open`).
+        Returns at once when another thread of this process is downloading it.
+        A reader that joins this download and sees it fail tries again itself
+        (see :meth:`open`).
 
         Args:
             shard: the shard number.
             keep: names of shards that making room must not evict (besides
-                those in use), for prefetches.
-            for_reader: a reader will ask for this shard: a failure is its
-                error (else a reader that joins the download tries again).
+                those in use).
 
         Returns:
             Whether this call downloaded it.
@@ -124,7 +122,7 @@ class ShardCache:
         """
         if os.path.exists(self.path(shard)):
             return False
-        job, new = self.downloads.begin(shard, for_reader)
+        job, new = self.downloads.begin(shard, False)
         return new and self._run(shard, keep, job)
 
     def ensure(self, shard: int) -> None:
