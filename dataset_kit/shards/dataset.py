@@ -132,9 +132,9 @@ class StreamingDataset(DatasetMixin):
         """Return the examples at ``indices``, a shard at a time.
 
         The shards the batch needs are downloaded first (in parallel); once
-        the first is there, the shards the planned order reaches next start
+        the batch is read, the shards the planned order reaches next start
         downloading in the background (not before: they would compete with
-        the batch's own) while this batch is read.
+        the batch's own, and starting their threads would delay it).
         """
         shard_of = np.searchsorted(self._starts_array, indices, side="right") - 1
         shards = np.unique(shard_of).tolist()
@@ -142,23 +142,19 @@ class StreamingDataset(DatasetMixin):
         if type(self).get_example is not StreamingDataset.get_example:
             # A subclass decides what one example is: ask it for each.
             examples = _example_context.map_examples(self.get_example, indices.tolist())
-            self._prefetch_after(indices, shards)
-            return examples
-        offsets = indices - self._starts_array[shard_of]
-        if len(shards) == 1:  # the common case: a batch inside one shard
-            opened = self._shard(shards[0])
-            self._prefetch_after(indices, shards)
-            return self._rows(self._decoded(opened.columns_of(offsets)))
-        out: list[Any] = [None] * len(indices)
-        for number, shard in enumerate(shards):
-            where = np.flatnonzero(shard_of == shard)
-            opened = self._shard(shard)
-            if not number:
-                self._prefetch_after(indices, shards)
-            rows = self._rows(self._decoded(opened.columns_of(offsets[where])))
-            for position, row in zip(where.tolist(), rows):
-                out[position] = row
-        return out
+        elif len(shards) == 1:  # the common case: a batch inside one shard
+            offsets = indices - self._starts_array[shards[0]]
+            examples = self._rows(self._decoded(self._shard(shards[0]).columns_of(offsets)))
+        else:
+            offsets = indices - self._starts_array[shard_of]
+            examples = [None] * len(indices)
+            for shard in shards:
+                where = np.flatnonzero(shard_of == shard)
+                rows = self._rows(self._decoded(self._shard(shard).columns_of(offsets[where])))
+                for position, row in zip(where.tolist(), rows):
+                    examples[position] = row
+        self._prefetch_after(indices, shards)
+        return examples
 
     def _decoded(self, columns: list[list[bytes]]) -> list[list]:
         """Each column's values, decoded (a ``bytes`` column is already)."""
