@@ -52,6 +52,12 @@ class _Read:
         return self._result["data"][:self.end - self.start]
 
 
+def range_size(size: int, chunk_size: int) -> int:
+    """Bytes per ranged read of a ``size``-byte shard: as few ranges as ``chunk_size``
+    allows, of equal size (a small last range would cost a whole request for little)."""
+    return -(-size // -(-size // chunk_size))
+
+
 def download(fs: Any, path: str, url: str, size: int, digest: Any, *,
              timeout: float, retries: int, chunk_size: int) -> list[bytes]:
     """Read the ``size`` bytes of ``path``, hashing them into ``digest`` as they arrive.
@@ -77,9 +83,7 @@ def download(fs: Any, path: str, url: str, size: int, digest: Any, *,
     pieces: list[bytes] = []
     if not size:
         return pieces
-    # Ranges of equal size, none over chunk_size: a small last range would cost
-    # a whole request for little.
-    step = -(-size // -(-size // chunk_size))
+    step = range_size(size, chunk_size)
     received, failures = 0, 0
     pending = _Read(fs, path, 0, min(size, step))
     while received < size:
