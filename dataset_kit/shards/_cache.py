@@ -263,9 +263,7 @@ class ShardCache:
                 if self.cache_limit is None:
                     self._reserve(out, info.bytes)
                 else:
-                    with _files.lock_for(os.path.join(self.directory, ".room")):
-                        self._make_room(info.bytes, info.name, keep, self.cache_limit)
-                        self._reserve(out, info.bytes)
+                    self._reserve_room(out, info, keep, self.cache_limit)
                 fs, root = self.fs
                 digest = hashlib.sha256()
                 pieces = _download.download(fs, f"{root}/{info.name}", url, info.bytes,
@@ -314,7 +312,8 @@ class ShardCache:
                 if self._durable:
                     out.flush()
                     os.fsync(out.fileno())
-            os.replace(temp, path)
+            with _files.lock_for(os.path.join(self.directory, ".room")):
+                os.replace(temp, path)  # never while room is counted (see _reserve_room)
             if self._durable:
                 _files.fsync_directory(self.directory)
         except BaseException as error:  # noqa: BLE001 - raised by the downloading thread
@@ -345,28 +344,46 @@ class ShardCache:
         ``limit`` is ``cache_limit``, passed by the caller that checked it is set.
         """
         self._remove_dead_downloads()
-        while True:
-            usage = self.usage()
+        usage = self.usage()
+        if usage + need <= limit:
+            return
+        cached = []
+        for entry in os.scandir(self.directory):
+            if entry.name in self.names and entry.name not in keep and entry.is_file():
+                with contextlib.suppress(FileNotFoundError):
+                    cached.append((entry.stat().st_mtime_ns, entry.path))
+        for _, victim in sorted(cached):
             if usage + need <= limit:
-                return
-            cached = []
-            for entry in os.scandir(self.directory):
-                if entry.name in self.names and entry.name not in keep and entry.is_file():
-                    with contextlib.suppress(FileNotFoundError):
-                        cached.append((entry.stat().st_mtime_ns, entry.path))
-            for _, victim in sorted(cached):
-                if usage + need <= limit:
-                    break
-                usage -= _evict(victim)
-            # Shards this process's readers already have, still being written
-            # (a reader can outrun the disk), become evictable once published.
-            if usage + need <= limit or not self.downloads.wait_writes():
                 break
+            usage -= _evict(victim)
         if usage + need > limit:
             raise CacheFullError(
                 errno.ENOSPC, f"the cache {self.directory} (cache_limit {self.cache_limit} "
                 f"bytes) cannot hold shard {name} ({need} bytes): {usage} bytes are taken by "
                 f"shards in use or being downloaded")
+
+    def _reserve_room(self, out: Any, info: ShardInfo, keep: frozenset[str], limit: int) -> None:
+        """Make room for shard ``info`` within ``limit`` and reserve its bytes in ``out``.
+
+        Under the cache-wide lock, which every rename into the cache also takes,
+        so the usage counted never misses a shard moving out of its staging
+        folder. When there is no room, but this process's readers have shards
+        still being written (a reader can outrun the disk), those become
+        evictable once published: wait for them (outside the lock, which their
+        rename needs) and try again.
+        """
+        room = _files.lock_for(os.path.join(self.directory, ".room"))
+        while True:
+            with room:
+                try:
+                    self._make_room(info.bytes, info.name, keep, limit)
+                except CacheFullError as full:
+                    error = full
+                else:
+                    self._reserve(out, info.bytes)
+                    return
+            if not self.downloads.wait_writes():
+                raise error
 
     def _remove_dead_downloads(self) -> None:
         """Remove the staging files of downloads whose process died (they count as usage)."""
