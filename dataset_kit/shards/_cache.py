@@ -1,9 +1,11 @@
 """The local shard cache that all processes of a node share: one download per shard, bounded.
 
-* A shard is downloaded under its own lock (:func:`dataset_kit._files.lock_for`),
-  into a temporary file that is published with an atomic rename after its
-  sha256 matched the manifest: a cached shard is always whole and verified
-  (after an operating-system crash, checked again: see ``_reboot``).
+* A shard is downloaded under its own lock (:func:`dataset_kit._files.lock_for`)
+  into memory; once its sha256 matched the manifest it is written to a
+  temporary file that is published with an atomic rename: a cached shard is
+  always whole and verified (after an operating-system crash, checked again:
+  see ``_reboot``). Readers of the downloading process get the verified bytes
+  before they are written (see ``_handoff``).
 * Room is made under one cache-wide lock: least-recently-used shards (by
   modification time, touched on every open) are deleted until the new shard
   fits ``cache_limit``; the new shard's bytes are then reserved on disk
@@ -20,10 +22,12 @@ import errno
 import fcntl
 import hashlib
 import os
+import shutil
+import threading
 from typing import Any
 
 from dataset_kit import _files
-from dataset_kit.shards import _download, _layout, _reboot, _remote
+from dataset_kit.shards import _download, _handoff, _layout, _reboot, _remote
 from dataset_kit.shards.manifest import Manifest, ShardInfo
 
 _POLL = 0.002  # seconds between tries of a shard's lock held elsewhere
@@ -65,6 +69,7 @@ class ShardCache:
         self.options: dict[str, Any] = {"timeout": timeout, "retries": retries,
                                         "chunk_size": chunk_size}
         self.names = {cached_name(s) for s in manifest.shards}
+        self._downloads: _handoff.Downloads | None = None
         os.makedirs(directory, exist_ok=True)
         # Shards are published without fsync where a reboot can be told (see _reboot).
         self._durable = _reboot.boot_id() is None
@@ -84,75 +89,162 @@ class ShardCache:
         return self._fs[1], self._fs[2]
 
     def __getstate__(self) -> dict:
-        return dict(self.__dict__, _fs=None)
+        return dict(self.__dict__, _fs=None, _downloads=None)
+
+    @property
+    def downloads(self) -> _handoff.Downloads:
+        """This process's downloads in flight (threads do not survive ``fork``)."""
+        if self._downloads is None or self._downloads.stale:
+            self._downloads = _handoff.Downloads()
+        return self._downloads
 
     def path(self, shard: int) -> str:
         """The local path of shard number ``shard``."""
         return os.path.join(self.directory, cached_name(self.manifest.shards[shard]))
 
     def fetch(self, shard: int, keep: frozenset[str] = frozenset()) -> bool:
-        """Make sure shard ``shard`` is in the cache (downloading it once per node).
+        """Download shard ``shard`` into the cache unless it is there or on its way (prefetch).
+
+        Returns at once when another thread of this process is downloading it.
+        A reader that joins this download and sees it fail tries again itself
+        (see :meth:`open`).
 
         Args:
             shard: the shard number.
             keep: names of shards that making room must not evict (besides
-                those in use), for prefetches.
+                those in use).
 
         Returns:
             Whether this call downloaded it.
+
+        Raises:
+            The download's errors (see :meth:`open`).
         """
-        path = self.path(shard)
-        if os.path.exists(path):
+        if os.path.exists(self.path(shard)):
             return False
-        lock = _files.lock_for(path)
-        # Often another thread or process is finishing this very shard (a
-        # prefetch): poll its lock often, or the reader idles up to 50 ms a shard.
-        lock.acquire(poll_interval=_POLL)
+        job, new = self.downloads.begin(shard, False)
+        return new and self._run(shard, keep, job)
+
+    def ensure(self, shard: int) -> None:
+        """Return once shard ``shard`` is published in the cache, downloading it if needed.
+
+        Raises:
+            The download's errors (see :meth:`open`).
+        """
+        while not os.path.exists(self.path(shard)):
+            job, new = self.downloads.begin(shard, True)
+            if new:
+                self._run(shard, frozenset(), job)
+                continue
+            error = self.downloads.wait(job, until_done=True)
+            if error is not None and job.for_reader:
+                raise error
+
+    def _run(self, shard: int, keep: frozenset[str], job: _handoff.Job) -> bool:
+        """Download ``shard`` for ``job`` under the shard's lock; end the job however it goes."""
+        path, error = self.path(shard), None
         try:
-            if os.path.exists(path):
-                return False
-            self._fetch(shard, keep)
-            return True
+            lock = _files.lock_for(path)
+            # Often another process is finishing this very shard: poll its
+            # lock often, or the reader idles up to 50 ms a shard.
+            lock.acquire(poll_interval=_POLL)
+            try:
+                if os.path.exists(path):
+                    return False
+                self._fetch(shard, keep, job)
+                return True
+            finally:
+                lock.release()
+        except BaseException as failure:
+            error = failure
+            raise
         finally:
-            lock.release()
+            self.downloads.end(shard, job, error)
+
+    def fetch_quietly(self, shard: int, job: _handoff.Job | None = None) -> None:
+        """Download ``shard`` for a reader (on a thread of its own): the job keeps any error.
+
+        Args:
+            shard: the shard number.
+            job: the job begun for it, or None to begin one (if none runs).
+        """
+        if job is None:
+            if os.path.exists(self.path(shard)):
+                return
+            job, new = self.downloads.begin(shard, True)
+            if not new:
+                return
+        with contextlib.suppress(BaseException):  # the reader raises job.error
+            self._run(shard, frozenset(), job)
 
     def open(self, shard: int) -> _layout.ShardFile:
-        """Return shard ``shard`` opened and marked in use, downloading it if needed.
+        """Return shard ``shard`` ready to read, downloading it if needed.
+
+        A cached shard is mapped and marked in use. A shard that this process
+        is downloading is read from its verified bytes in memory as soon as
+        they matched the sha256, while they are written to the cache.
 
         Raises:
             ShardIntegrityError: if the shard failed its sha256 twice.
             CacheFullError: if there is no room for it.
-            ShardDownloadError: if it cannot be downloaded (or a stall timed out).
+            ShardDownloadError: if it cannot be downloaded (or a stall timed out),
+                or an earlier shard's verified bytes could not be written.
         """
         info = self.manifest.shards[shard]
         path = self.path(shard)
         compressed = self.manifest.compression is not None
+        downloads = self.downloads
         while True:
-            self.fetch(shard)
-            try:
-                opened = _layout.ShardFile(path, info.samples, len(self.manifest.columns),
-                                           compressed)
-            except FileNotFoundError:
-                continue  # evicted between the check and the open
-            fcntl.flock(opened.fileno(), fcntl.LOCK_SH)
-            try:
-                same = os.stat(path).st_ino == os.fstat(opened.fileno()).st_ino
-            except FileNotFoundError:
-                same = False
-            if same:
-                with contextlib.suppress(OSError):
-                    os.utime(path)  # most recently used
+            if downloads.late_errors:
+                error = downloads.late_errors.pop(0)
+                raise _download.ShardDownloadError(
+                    f"writing a verified shard to the cache {self.directory} failed: "
+                    f"{error}") from error
+            if not os.path.exists(path):
+                job, new = downloads.begin(shard, True)
+                if new:
+                    threading.Thread(target=self.fetch_quietly, args=(shard, job), daemon=True,
+                                     name=f"shard-fetch {info.name}").start()
+                data = downloads.wait(job)
+                if data is not None:
+                    return _layout.ShardFile(path, info.samples, len(self.manifest.columns),
+                                             compressed, data=data)
+                if job.error is not None and job.for_reader:
+                    raise job.error
+                continue  # published (or a prefetch failed): look again
+            opened = self.open_cached(shard)
+            if opened is not None:
                 return opened
-            opened.close()  # evicted while we waited for the lock: fetch again
 
-    def _fetch(self, shard: int, keep: frozenset[str]) -> None:
+    def open_cached(self, shard: int) -> _layout.ShardFile | None:
+        """Return shard ``shard`` mapped from the cache and marked in use, or None if not cached."""
+        info = self.manifest.shards[shard]
+        path = self.path(shard)
+        try:
+            opened = _layout.ShardFile(path, info.samples, len(self.manifest.columns),
+                                       self.manifest.compression is not None)
+        except FileNotFoundError:
+            return None  # not there, or evicted between a check and the open
+        fcntl.flock(opened.fileno(), fcntl.LOCK_SH)
+        try:
+            same = os.stat(path).st_ino == os.fstat(opened.fileno()).st_ino
+        except FileNotFoundError:
+            same = False
+        if not same:
+            opened.close()  # evicted while we waited for the lock
+            return None
+        with contextlib.suppress(OSError):
+            os.utime(path)  # most recently used
+        return opened
+
+    def _fetch(self, shard: int, keep: frozenset[str], job: _handoff.Job) -> None:
         info = self.manifest.shards[shard]
         path, url = self.path(shard), f"{self.url.rstrip('/')}/{info.name}"
         _files.remove_stale_parts(path)
         digests = []
         for _ in range(2):
             try:
-                self._download_verified(shard, path, url, keep)
+                self._download_verified(shard, path, url, keep, job)
                 return
             except _Mismatch as mismatch:
                 digests.append(mismatch.digest)
@@ -161,25 +253,39 @@ class ShardCache:
             f"{info.sha256}, the downloads hashed to {digests[0]} and {digests[1]}; it was "
             f"not cached")
 
-    def _download_verified(self, shard: int, path: str, url: str,
-                           keep: frozenset[str]) -> None:
+    def _download_verified(self, shard: int, path: str, url: str, keep: frozenset[str],
+                           job: _handoff.Job) -> None:
         info = self.manifest.shards[shard]
+        temp = _files.staging_file(path)
         try:
-            with _reboot.publish(path, self._durable) as temp:
-                with open(temp, "wb") as out:
-                    if self.cache_limit is None:
-                        self._reserve(out, info.bytes)
-                    else:
-                        with _files.lock_for(os.path.join(self.directory, ".room")):
-                            self._make_room(info.bytes, info.name, keep, self.cache_limit)
-                            self._reserve(out, info.bytes)
-                    fs, root = self.fs
-                    digest = hashlib.sha256()
-                    _download.download(fs, f"{root}/{info.name}", url, info.bytes, out,
-                                       digest, **self.options)
-                    out.truncate(info.bytes)
+            out = open(temp, "wb")  # noqa: SIM115 - closed by _publish, or below
+            try:
+                if self.cache_limit is None:
+                    self._reserve(out, info.bytes)
+                else:
+                    self._reserve_room(out, info, keep, self.cache_limit)
+                fs, root = self.fs
+                digest = hashlib.sha256()
+                pieces = _download.download(fs, f"{root}/{info.name}", url, info.bytes,
+                                            digest, **self.options)
                 if digest.hexdigest() != info.sha256:
                     raise _Mismatch(digest.hexdigest())
+            except BaseException:
+                out.close()
+                raise
+            # Written and published by a thread that is not a daemon, started
+            # before a reader has the bytes: a process that ends once it read
+            # them (its daemon threads stopped) still publishes them, so no
+            # other process downloads them again.
+            failed: list[BaseException] = []
+            writer = threading.Thread(target=self._publish, name=f"shard-write {info.name}",
+                                      args=(out, pieces, info.bytes, temp, path, failed),
+                                      daemon=False)  # else it inherits ours
+            writer.start()
+            self.downloads.hand_over(job, pieces[0] if len(pieces) == 1 else b"".join(pieces))
+            writer.join()
+            if failed:
+                raise failed[0]
         except CacheFullError:
             raise
         except OSError as error:
@@ -188,6 +294,32 @@ class ShardCache:
                     error.errno, f"no space left in the cache {self.directory} for shard "
                     f"{info.name} ({info.bytes} bytes); nothing of it was kept") from None
             raise
+        finally:
+            shutil.rmtree(os.path.dirname(temp), ignore_errors=True)
+
+    def _publish(self, out: Any, pieces: list[bytes], size: int, temp: str, path: str,
+                 failed: list[BaseException]) -> None:
+        """Write verified ``pieces`` to ``out`` (the staging file ``temp``); rename it to ``path``.
+
+        Without fsync where a reboot can be told (see ``_reboot``). A failure
+        goes to ``failed``, the staging folder is removed either way.
+        """
+        try:
+            with out:
+                for piece in pieces:
+                    out.write(piece)
+                out.truncate(size)
+                if self._durable:
+                    out.flush()
+                    os.fsync(out.fileno())
+            with _files.lock_for(os.path.join(self.directory, ".room")):
+                os.replace(temp, path)  # never while room is counted (see _reserve_room)
+            if self._durable:
+                _files.fsync_directory(self.directory)
+        except BaseException as error:  # noqa: BLE001 - raised by the downloading thread
+            failed.append(error)
+        finally:
+            shutil.rmtree(os.path.dirname(temp), ignore_errors=True)
 
     @staticmethod
     def _reserve(out: Any, size: int) -> None:
@@ -229,6 +361,29 @@ class ShardCache:
                 errno.ENOSPC, f"the cache {self.directory} (cache_limit {self.cache_limit} "
                 f"bytes) cannot hold shard {name} ({need} bytes): {usage} bytes are taken by "
                 f"shards in use or being downloaded")
+
+    def _reserve_room(self, out: Any, info: ShardInfo, keep: frozenset[str], limit: int) -> None:
+        """Make room for shard ``info`` within ``limit`` and reserve its bytes in ``out``.
+
+        Under the cache-wide lock, which every rename into the cache also takes,
+        so the usage counted never misses a shard moving out of its staging
+        folder. When there is no room, but this process's readers have shards
+        still being written (a reader can outrun the disk), those become
+        evictable once published: wait for them (outside the lock, which their
+        rename needs) and try again.
+        """
+        room = _files.lock_for(os.path.join(self.directory, ".room"))
+        while True:
+            with room:
+                try:
+                    self._make_room(info.bytes, info.name, keep, limit)
+                except CacheFullError as full:
+                    error = full
+                else:
+                    self._reserve(out, info.bytes)
+                    return
+            if not self.downloads.wait_writes():
+                raise error
 
     def _remove_dead_downloads(self) -> None:
         """Remove the staging files of downloads whose process died (they count as usage)."""

@@ -1,18 +1,20 @@
-"""One shard from a remote store into a local file: ranged reads, resumed, with a stall timeout.
+"""One shard from a remote store into memory: ranged reads, resumed, with a stall timeout.
 
 Any fsspec filesystem answers ``cat_file(path, start, end)``, so a shard is
 read in ranges: a connection cut mid-shard costs one retried range, not the
 whole shard. Each range runs on a daemon thread that the caller waits on with
 a timeout, so a stalled store becomes an error naming the shard, never a hang
 (and never blocks interpreter exit). The next range is asked for before the
-last one is written and hashed, so the transfer overlaps that work.
+last one is hashed, so the transfer overlaps the hashing. The bytes stay in
+memory until the caller has checked the hash: nothing unverified reaches
+the disk or a reader.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from typing import Any, BinaryIO
+from typing import Any
 
 
 class ShardDownloadError(OSError):
@@ -50,31 +52,40 @@ class _Read:
         return self._result["data"][:self.end - self.start]
 
 
-def download(fs: Any, path: str, url: str, size: int, out: BinaryIO, digest: Any, *,
-             timeout: float, retries: int, chunk_size: int) -> None:
-    """Write the ``size`` bytes of ``path`` into ``out``, hashing them into ``digest``.
+def range_size(size: int, chunk_size: int) -> int:
+    """Bytes per ranged read of a ``size``-byte shard: as few ranges as ``chunk_size``
+    allows, of equal size (a small last range would cost a whole request for little)."""
+    return -(-size // -(-size // chunk_size))
+
+
+def download(fs: Any, path: str, url: str, size: int, digest: Any, *,
+             timeout: float, retries: int, chunk_size: int) -> list[bytes]:
+    """Read the ``size`` bytes of ``path``, hashing them into ``digest`` as they arrive.
 
     Args:
         fs: the fsspec filesystem.
         path: the shard's path inside ``fs``.
         url: the shard's URL, for errors.
         size: its size in bytes (from the manifest).
-        out: the file to write, positioned at 0.
-        digest: a :mod:`hashlib` object fed every byte written, in order (so
-            the file need not be read again to check it).
+        digest: a :mod:`hashlib` object fed every byte read, in order.
         timeout: seconds a range may take before the download is given up.
         retries: consecutive failed ranges tolerated (with backoff) before giving up.
-        chunk_size: bytes per ranged read.
+        chunk_size: the most bytes per ranged read (the shard is cut into equal ranges).
+
+    Returns:
+        The shard's bytes, as the ranges read (``size`` bytes in all).
 
     Raises:
         ShardTimeoutError: if a ranged read did not finish within ``timeout`` seconds.
         ShardDownloadError: if ``retries`` consecutive ranges failed, or the
             store has fewer bytes than the manifest says.
     """
+    pieces: list[bytes] = []
     if not size:
-        return
+        return pieces
+    step = range_size(size, chunk_size)
     received, failures = 0, 0
-    pending = _Read(fs, path, 0, min(size, chunk_size))
+    pending = _Read(fs, path, 0, min(size, step))
     while received < size:
         end = pending.end
         try:
@@ -88,7 +99,7 @@ def download(fs: Any, path: str, url: str, size: int, out: BinaryIO, digest: Any
                     f"downloading shard {url} failed {failures} times in a row at byte "
                     f"{received} of {size}: {type(error).__name__}: {error}") from error
             time.sleep(min(2.0, 0.05 * 2 ** failures))
-            pending = _Read(fs, path, received, min(size, received + chunk_size))
+            pending = _Read(fs, path, received, min(size, received + step))
             continue
         if data is None:
             raise ShardTimeoutError(f"downloading shard {url} stalled: reading bytes "
@@ -100,8 +111,9 @@ def download(fs: Any, path: str, url: str, size: int, out: BinaryIO, digest: Any
         received += len(data)
         failures = 0
         if received < size:
-            # Ask for the next range before writing and hashing this one: the
-            # transfer overlaps the work (hashlib releases the GIL).
-            pending = _Read(fs, path, received, min(size, received + chunk_size))
-        out.write(data)
+            # Ask for the next range before hashing this one: the transfer
+            # overlaps the work (hashlib releases the GIL).
+            pending = _Read(fs, path, received, min(size, received + step))
+        pieces.append(data)
         digest.update(data)
+    return pieces

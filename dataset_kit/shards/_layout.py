@@ -63,20 +63,29 @@ class ShardFile:
         count: the number of samples the manifest gives it.
         columns: the number of columns.
         compressed: whether samples are zstd-compressed.
+        data: the shard's verified bytes, to read from memory instead of
+            ``path`` (while its file is still being written to the cache);
+            ``path`` then only names it in errors.
 
     Raises:
         ShardFormatError: if the magic, the count or the offsets do not fit
             the file (naming the file and what was found).
     """
 
-    def __init__(self, path: str, count: int, columns: int, compressed: bool) -> None:
+    def __init__(self, path: str, count: int, columns: int, compressed: bool,
+                 data: bytes | None = None) -> None:
         self.path, self.columns = path, columns
-        self._file = open(path, "rb")  # noqa: SIM115 - kept open: the mapping and its lock
+        self._file = None if data is not None else open(path, "rb")  # noqa: SIM115 - kept open
+        self._map: Any = data
         try:
-            size = os.fstat(self._file.fileno()).st_size
+            if self._file is not None:  # mapped: the descriptor also holds the in-use lock
+                size = os.fstat(self._file.fileno()).st_size
+                if size >= header_size(0):
+                    self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
+            else:
+                size = len(data or b"")
             if size < header_size(0):
                 raise ShardFormatError(f"shard {path} has {size} bytes, fewer than a header")
-            self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
             if self._map[:len(MAGIC)] != MAGIC:
                 raise ShardFormatError(f"shard {path} does not start with {MAGIC!r} at offset 0")
             found = struct.unpack_from("<Q", self._map, len(MAGIC))[0]
@@ -95,8 +104,19 @@ class ShardFile:
         self._decompressor = _zstd().ZstdDecompressor() if compressed else None
         self._lengths = struct.Struct(f"<{columns}I")
 
+    @property
+    def in_memory(self) -> bool:
+        """Whether this shard is read from memory (no file, no in-use lock)."""
+        return self._file is None
+
     def fileno(self) -> int:
-        """The descriptor that holds the shard open (and its in-use lock)."""
+        """The descriptor that holds the shard open (and its in-use lock).
+
+        Raises:
+            ValueError: if the shard is read from memory.
+        """
+        if self._file is None:
+            raise ValueError(f"shard {self.path} is read from memory: it has no descriptor")
         return self._file.fileno()
 
     def fields(self, offset: int) -> list[bytes]:
@@ -143,6 +163,8 @@ class ShardFile:
     def close(self) -> None:
         """Unmap and close (releases this process's in-use lock)."""
         mapped = getattr(self, "_map", None)
-        if mapped is not None:
+        if isinstance(mapped, mmap.mmap):
             mapped.close()
-        self._file.close()
+        self._map = None
+        if self._file is not None:
+            self._file.close()

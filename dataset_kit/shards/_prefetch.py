@@ -25,6 +25,7 @@ import collections
 import contextlib
 import os
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 from dataset_kit.shards._cache import ShardCache, cached_name
@@ -63,29 +64,32 @@ class OrderPlan:
                     self._epochs.popitem(last=False)
         return found
 
-    def upcoming(self, epoch: int, shards: set[int]) -> tuple[list[int], set[int]]:
+    def upcoming(self, epoch: int, shards: set[int]) -> tuple[Iterator[int], set[int]]:
         """Return the shards a reader of ``shards`` (of ``epoch``) needs from now on.
 
         Returns:
-            ``(upcoming, block)``: the shards of the current block that the
-            batch does not touch, then those of the following blocks (into
-            the next epoch), soonest first; and the current block's shards,
-            which the reader needs until the block ends. Both empty when no
-            sampler is followed.
+            ``(upcoming, block)``: an iterator over the shards of the current
+            block that the batch does not touch, then those of the following
+            blocks (into the next epoch), soonest first (lazy: a reader looks
+            a few shards ahead, whatever the number of shards); and the
+            current block's shards, which the reader needs until the block
+            ends. Both empty when no sampler is followed.
         """
         planned = self._epoch(epoch)
         if planned is None or not shards:
-            return [], set()
+            return iter(()), set()
         blocks, block_of = planned
         current = max(block_of[s] for s in shards)
-        block = set(blocks[current])
-        out = [s for s in blocks[current] if s not in shards]
-        for later in blocks[current + 1:]:
-            out += later
-        following = self._epoch(epoch + 1)
-        for later in following[0] if following is not None else []:
-            out += later
-        return out, block
+
+        def walk() -> Iterator[int]:
+            yield from (s for s in blocks[current] if s not in shards)
+            for later in blocks[current + 1:]:
+                yield from later
+            following = self._epoch(epoch + 1)
+            for later in following[0] if following is not None else []:
+                yield from later
+
+        return walk(), set(blocks[current])
 
     def __copy__(self) -> OrderPlan:
         return self  # shared by the dataset, the sampler and the engine's copies of it
@@ -104,9 +108,12 @@ class OrderPlan:
 class Prefetcher:
     """Daemon threads (per process) that download shards into ``cache`` ahead of use.
 
-    A newer request replaces the shards not yet started (the reader moved
-    on). A prefetch never evicts the shards it was told to keep, nor one in
-    use; if the cache has no other room, the shard is skipped, and the reader
+    The reader plans (a few shards ahead of its batch, so the work does not
+    grow with the number of shards); the threads start only when a planned
+    shard is missing from the cache, so a warm cache costs no thread. A newer
+    request replaces the shards not yet started (the reader moved on). A
+    prefetch never evicts the shards it was told to keep, nor one in use; if
+    the cache has no other room, the shard is skipped, and the reader
     downloads it when it gets there (and reports any error then).
 
     Args:
@@ -116,80 +123,73 @@ class Prefetcher:
     def __init__(self, cache: ShardCache) -> None:
         self._cache = cache
         self._pid = -1
+        self._threads = 0
         self.fetched = 0
 
-    def _start(self) -> None:
-        self._pid = os.getpid()
-        self._request: tuple | None = None
-        self._asked = self._planned = 0  # numbers of the last request made and planned
-        self._wanted: list[int] = []
-        self._keep: frozenset[str] = frozenset()
-        self._wake = threading.Condition()
-        # Two downloads at once overlap one's hashing with the other's transfer;
-        # with a cache_limit one, so that a download of a stale plan (reserved,
-        # not yet evictable) never leaves the current plan without room.
-        for _ in range(1 if self._cache.cache_limit is not None else 2):
-            threading.Thread(target=self._run, daemon=True, name="shard-prefetch").start()
+    def _ready(self) -> None:
+        """Make this process's state (first use, or a forked child: threads do not survive fork)."""
+        if self._pid != os.getpid():
+            self._pid, self._threads = os.getpid(), 0
+            self._wanted: list[int] = []
+            self._keep: frozenset[str] = frozenset()
+            self._wake = threading.Condition()
 
     def request(self, plan: OrderPlan, epoch: int, shards: set[int], batch: set[int],
                 ahead: int, fit: int | None) -> None:
         """Download the ``ahead`` shards ``plan`` needs next after ``shards`` of ``epoch``.
 
-        The plan is looked up on a prefetch thread, off the reader's path. The
-        current block's shards and the batch's are never evicted to make
+        The current block's shards and the batch's are never evicted to make
         room, and with ``fit`` (shards the cache holds) no more are fetched
         than fit beside them.
         """
-        if self._pid != os.getpid():
-            self._start()  # first use, or a forked child (threads do not survive fork)
+        self._ready()
+        upcoming: Iterator[int] = iter(())
+        block: set[int] = set()
+        with contextlib.suppress(Exception):  # a plan it cannot make: no prefetch
+            upcoming, block = plan.upcoming(epoch, shards)
+        keep = block | batch  # the batch may reach into the epoch before
+        room = ahead if fit is None else min(ahead, fit - len(keep))
+        # The window: the next upcoming shards, all kept (cached ones too),
+        # never more than fit beside the block's.
+        window: list[int] = []
+        for shard in upcoming:
+            if len(window) >= room:
+                break
+            if shard not in keep and shard not in window:
+                window.append(shard)
+        wanted = [s for s in window if not os.path.exists(self._cache.path(s))]
+        names = self._cache.manifest.shards
         with self._wake:
-            self._asked += 1
-            self._request = (self._asked, plan, epoch, set(shards), set(batch), ahead, fit)
-            self._wake.notify()
+            self._wanted = wanted
+            self._keep = frozenset(cached_name(names[s]) for s in keep | set(window))
+            if wanted:
+                self._wake.notify_all()
+                # Two downloads at once overlap one's hashing with the other's
+                # transfer; with a cache_limit one, so that a download of a stale
+                # plan (reserved, not yet evictable) never leaves the current
+                # plan without room.
+                for _ in range((1 if self._cache.cache_limit is not None else 2)
+                               - self._threads):
+                    self._threads += 1
+                    threading.Thread(target=self._run, daemon=True,
+                                     name="shard-prefetch").start()
+
+    def cancel(self) -> None:
+        """Forget the shards not yet started (a download under way finishes)."""
+        if self._pid == os.getpid():
+            with self._wake:
+                self._wanted = []
 
     def _run(self) -> None:
         while True:
             with self._wake:
-                while not self._wanted and self._request is None:
+                while not self._wanted:
                     self._wake.wait()
-                request, self._request = self._request, None
-                if request is None:
-                    shard, keep = self._wanted.pop(0), self._keep
-            if request is not None:
-                self._plan(*request)
-                continue
+                shard, keep = self._wanted.pop(0), self._keep
             with contextlib.suppress(Exception):
                 # The reader meets any real failure again, and raises it there.
                 if self._cache.fetch(shard, keep=keep):
                     self.fetched += 1
 
-    def _plan(self, number: int, plan: OrderPlan, epoch: int, shards: set[int],
-              batch: set[int], ahead: int, fit: int | None) -> None:
-        """Replace the shards to download by those the reader needs next."""
-        upcoming: list[int] = []
-        block: set[int] = set()
-        with contextlib.suppress(Exception):
-            upcoming, block = plan.upcoming(epoch, shards)
-        keep = block | batch  # the batch may reach into the epoch before
-        room = len(upcoming) if fit is None else fit - len(keep)
-        # The window: the upcoming shards up to the last one to download, all
-        # kept (cached ones too), never more than fit beside the block's.
-        window: list[int] = []
-        wanted: list[int] = []
-        for shard in upcoming:
-            if len(wanted) >= ahead or len(window) >= room:
-                break
-            if shard not in keep and shard not in window:
-                window.append(shard)
-                if not os.path.exists(self._cache.path(shard)):
-                    wanted.append(shard)
-        names = self._cache.manifest.shards
-        names_kept = frozenset(cached_name(names[s]) for s in keep | set(window))
-        with self._wake:
-            if number > self._planned:  # a later request may have been planned already
-                self._planned = number
-                self._wanted, self._keep = wanted, names_kept
-                self._wake.notify_all()
-
     def __getstate__(self) -> dict:
-        return {"_cache": self._cache, "_pid": -1, "fetched": 0}
+        return {"_cache": self._cache, "_pid": -1, "_threads": 0, "fetched": 0}

@@ -16,11 +16,8 @@ the two fsyncs per shard took the cold epoch from 0.58 s to 0.96 s.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import re
-import shutil
-from collections.abc import Iterator
 
 from dataset_kit import _files
 
@@ -44,26 +41,6 @@ def boot_id() -> str | None:
         return None
 
 
-@contextlib.contextmanager
-def publish(path: str, durable: bool) -> Iterator[str]:
-    """Yield a staging path to write; rename it to ``path`` if the block succeeds.
-
-    Args:
-        path: the cached shard to publish.
-        durable: fsync the file and the folder (where reboots cannot be told).
-    """
-    if durable:
-        with _files.atomic_write(path) as temp:
-            yield temp
-        return
-    temp = _files.staging_file(path)
-    try:
-        yield temp
-        os.replace(temp, path)
-    finally:
-        shutil.rmtree(os.path.dirname(temp), ignore_errors=True)
-
-
 def check_after_reboot(directory: str) -> None:
     """Delete cached shards that fail their sha256 if ``directory`` was written in another boot.
 
@@ -85,13 +62,7 @@ def check_after_reboot(directory: str) -> None:
         if match and entry.is_file() and _files.sha256_of(entry.path)[:16] != match.group(1):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(entry.path)
+    # A process killed while writing the marker left its staging folder.
+    _files.remove_stale_parts(marker, under_lock=False)
     with _files.atomic_write(marker) as temp, open(temp, "w") as f:
         f.write(current)
-
-
-def _sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()

@@ -119,6 +119,7 @@ def test_least_recently_used_shards_are_evicted_within_the_limit(tmp_path):
     for i in range(100):
         check(ds[i], i)
         assert ds.cache_usage() <= limit
+    ds.close()  # the last shard read is published
     last = ds.locate(99)[0]
     cached = sorted(n for n in os.listdir(tmp_path / "cache") if n.endswith(".dks"))
     assert cached_name(manifest.shards[last]) in cached
@@ -129,7 +130,8 @@ def test_a_shard_in_use_is_never_evicted(tmp_path):
     manifest = write(tmp_path / "set", n=100, shard_size=1000)
     limit = max(s.bytes for s in manifest.shards)
     holder = StreamingDataset(tmp_path / "set", local=tmp_path / "cache", cache_limit=limit)
-    check(holder[0], 0)  # keeps shard 0 open
+    holder.prefetch([0])  # published in the cache
+    check(holder[0], 0)  # maps it and keeps it open
     other = StreamingDataset(tmp_path / "set", local=tmp_path / "cache", cache_limit=limit)
     with pytest.raises(CacheFullError, match=r"cannot hold shard shard\.00001\.dks"):
         other[ds_index_of_shard(other, 1)]
@@ -318,7 +320,8 @@ def test_sigkill_mid_download_leaves_nothing_that_looks_cached(tmp_path, http_se
     proc = subprocess.Popen([sys.executable, "-c", script], env={**os.environ,
                                                                   "PYTHONPATH": root})
     try:
-        sigkill_when(proc, lambda: any(n.endswith(".part") for n in (
+        # A shard's staging folder (not the boot marker's): a download started.
+        sigkill_when(proc, lambda: any(".dks." in n and n.endswith(".part") for n in (
             os.listdir(cache) if cache.exists() else [])), "a download started", 60, 0.02)
     finally:
         proc.kill()
@@ -326,4 +329,5 @@ def test_sigkill_mid_download_leaves_nothing_that_looks_cached(tmp_path, http_se
     assert [n for n in os.listdir(cache) if n.endswith(".dks")] == []
     ds = StreamingDataset(http_server.url("/set"), local=cache, cache_limit=2 << 20)
     assert ds[0]["x"] == (tmp_path / "set").joinpath("shard.00000.dks").read_bytes()[-(1 << 20):]
+    ds.close()  # the shard read is published
     assert not any(n.endswith(".part") for n in os.listdir(cache))

@@ -128,6 +128,7 @@ def test_what_the_plan_says_comes_next_is_what_the_order_reads_next(counts, bloc
     start = data.draw(st.integers(0, len(order) - 1))
     now = {int(s) for s in shards[start:start + batch]}
     upcoming, current = plan.upcoming(0, now)
+    upcoming = list(upcoming)
     # The shards read after the batch, not in its block, come up exactly, block
     # by block in reading order (which shard of a block is read first is the
     # samples' order, which the plan does not need); the next epoch follows.
