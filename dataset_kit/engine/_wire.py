@@ -93,6 +93,13 @@ def uniform_columns(batch: Any) -> tuple[Any, list[list]] | None:
     if type(batch) is not list or not batch:
         return None
     first = batch[0]
+    # Rejected on the first example when it holds anything but plain arrays
+    # (bytes, str, Python numbers: a shard's rows), before walking the batch.
+    heads = first.values() if type(first) is dict else first if type(first) is tuple \
+        else (first,)
+    for head in heads:
+        if not isinstance(head, (np.ndarray, np.generic)) or head.dtype.hasobject:
+            return None
     if type(first) is tuple:
         structure: Any = len(first)
         rows = batch if all(type(ex) is tuple and len(ex) == structure for ex in batch) \

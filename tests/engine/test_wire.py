@@ -49,3 +49,34 @@ def test_a_column_of_permuted_views_travels_as_stored_and_arrives_as_the_same_vi
     assert skeleton.columns.axes == (0, 3, 1, 2)
     assert batch.columns.shape == (3, 3, 4, 5)
     assert batch.columns.transpose(0, 2, 3, 1).flags.c_contiguous
+
+
+def _uniform_reference(batch: list) -> bool:
+    """Whether a batch is uniform, decided the slow way: every element of every example."""
+    def elements(ex):
+        return tuple(ex.values()) if isinstance(ex, dict) else ex if isinstance(ex, tuple) \
+            else (ex,)
+
+    def keys(ex):
+        return tuple(ex) if isinstance(ex, dict) else len(ex) if isinstance(ex, tuple) else None
+
+    first = batch[0]
+    if any(type(ex) is not type(first) or keys(ex) != keys(first) for ex in batch):
+        return False
+    return all(isinstance(v, (np.ndarray, np.generic)) and not v.dtype.hasobject
+               and type(v) is type(h) and v.shape == h.shape and v.dtype == h.dtype
+               for ex in batch for v, h in zip(elements(ex), elements(first)))
+
+
+_VALUES = st.sampled_from([np.zeros(2), np.zeros(3), np.zeros(2, np.int32), np.int64(1),
+                           np.array([None, 1], dtype=object), b"bytes", "text", 3, 0.5])
+
+
+@given(st.lists(st.one_of(_VALUES, st.tuples(_VALUES, _VALUES),
+                          st.fixed_dictionaries({"x": _VALUES, "y": _VALUES})),
+                min_size=1, max_size=5))
+def test_a_batch_travels_stacked_exactly_when_every_example_is_arrays_of_one_structure(batch):
+    # uniform_columns turns down a shard's rows (bytes, str, numbers) on the
+    # first example; it must still turn down a batch whose later examples
+    # differ, and accept every uniform one.
+    assert (_wire.uniform_columns(batch) is not None) == _uniform_reference(batch)
