@@ -271,8 +271,13 @@ class Engine:
         run = self._run
         if run is None or run.settled == run.taken:
             return
-        self._settled_position, self._settled_plan = run.last_taken()
-        self._settled_planned = self._settled_position
+        # Inline, not a method of the run: a loop that reads the position after
+        # every batch (Chainer's ``while it.epoch < n``) settles every batch.
+        k, epoch, base = run.taken - 1, run.epoch, run.base
+        start, stop = run.bounds[k], run.bounds[k + 1]
+        self._settled_position = self._settled_planned = _new(
+            Position, (epoch, stop, False, epoch + start / run.epoch_size, 0))
+        self._settled_plan = _new(BatchPlan, (run.indices[start - base:stop - base], epoch, 0))
         run.settled = run.taken
 
     def _drop_run(self) -> None:

@@ -23,16 +23,12 @@ import numpy as np
 
 from dataset_kit.engine._orders import Orders
 from dataset_kit.engine._spec import BatchSpec
-from dataset_kit.engine._statemachine import BatchPlan, Position
+from dataset_kit.engine._statemachine import Position
 
 # A run covers at most this many examples (and at least one batch): its
 # bounds are a list and an unshuffled run's indices one arange, so their
 # size stays bounded whatever the epoch; the next run starts where it ends.
 RUN_EXAMPLES = 1 << 16
-
-# The NamedTuples' own constructors are Python functions; a plain batch builds
-# its plan and position directly (equal objects, for a fraction of the cost).
-_new = tuple.__new__
 
 
 class PlainRun:
@@ -83,14 +79,6 @@ class PlainRun:
         self.epoch_size = epoch_size
         self.recomputable = recomputable
         self.fetches = fetches
-
-    def last_taken(self) -> tuple[Position, BatchPlan]:
-        """Return the position and plan :func:`~._statemachine.advance` would have
-        returned for the last batch taken (at least one was)."""
-        k, epoch, base = self.taken - 1, self.epoch, self.base
-        start, stop = self.bounds[k], self.bounds[k + 1]
-        return (_new(Position, (epoch, stop, False, epoch + start / self.epoch_size, 0)),
-                _new(BatchPlan, (self.indices[start - base:stop - base], epoch, 0)))
 
 
 def plain_run(position: Position, orders: Orders, spec: BatchSpec,
