@@ -26,10 +26,11 @@ table of translations onto the names below, and uses no others:
 Everything in a module whose name starts with ``_`` is private to the engine.
 """
 
-from dataset_kit.engine._engine import Engine, EngineStatistics
+from dataset_kit.engine._engine import Engine
 from dataset_kit.engine._executor_spec import DEFAULT_BATCH_TIMEOUT, ExecutorSpec, make_executor
 from dataset_kit.engine._spec import BatchSpec
 from dataset_kit.engine._statemachine import BatchPlan, Position
+from dataset_kit.engine._window import EngineStatistics
 from dataset_kit.engine.errors import (
     BatchTimeoutError,
     SamplerMismatchError,

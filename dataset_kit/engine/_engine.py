@@ -16,42 +16,27 @@ from __future__ import annotations
 
 import copy
 from collections import deque
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from dataset_kit._checks import non_negative_int, positive_int
-from dataset_kit.engine import _checkpoint, _upgrades
+from dataset_kit.engine import _engine_state, _moves, _window
 from dataset_kit.engine._epoch import EpochIterator
 from dataset_kit.engine._executor_spec import ExecutorSpec, make_executor
 from dataset_kit.engine._executors import Executor, SerialExecutor
 from dataset_kit.engine._fetch import fetch_batch
 from dataset_kit.engine._orders import Orders
-from dataset_kit.engine._run import PlainRun
+from dataset_kit.engine._run import PlainRun, plain_run
 from dataset_kit.engine._spec import BatchSpec
 from dataset_kit.engine._statemachine import BatchPlan, Position
+from dataset_kit.engine._window import EngineStatistics
 from dataset_kit.engine.protocols import BatchStops
 from dataset_kit.engine.samplers import ShuffleOrderSampler, draw_seed
 
 # The NamedTuples' own constructors are Python functions; a plain batch builds
 # its plan and position directly (equal objects, for a fraction of the cost).
 _new = tuple.__new__
-
-
-@dataclass(frozen=True)
-class EngineStatistics:
-    """What an engine has in flight, for monitoring and tests.
-
-    Attributes:
-        depth: batches the executor may have in flight at once.
-        in_flight: batches submitted to the executor and not yet delivered.
-        most_in_flight: the largest ``in_flight`` seen since the engine was made.
-    """
-
-    depth: int
-    in_flight: int
-    most_in_flight: int
 
 
 class Engine:
@@ -218,7 +203,7 @@ class Engine:
             start, stop = bounds[k], bounds[k + 1]
             plan = _new(BatchPlan, (run.indices[start - base:stop - base], epoch, 0))
             if not run.recomputable:
-                self._orders.note_start(epoch, start)  # as _fill notes it for a stateful sampler
+                self._orders.note_start(epoch, start)  # as _window.fill notes it (stateful sampler)
             if run.fetches:
                 batch = fetch_batch(self._dataset, plan, self._seed, True)
             else:
@@ -241,9 +226,9 @@ class Engine:
         self._executor.ensure_open()
         while True:
             try:
-                self._fill()
+                _window.fill(self)
             except BaseException:
-                self._discard_planned()
+                _window.discard(self)
                 raise
             if not self._pending:
                 raise StopIteration
@@ -256,21 +241,22 @@ class Engine:
         except BaseException:
             # Not consumed: drop what was planned after it, so the next call
             # asks for the same batch again.
-            self._discard_planned()
+            _window.discard(self)
             raise
         self._consume(position, plan)
         if self._executor.prefetches:
             if not (self._hold and position.is_new_epoch):
                 try:
-                    self._fill()
+                    _window.fill(self)
                 except BaseException as error:
                     # The batch in hand is consumed already: deliver it, and
                     # report the failure on the next call.
-                    self._discard_planned()
+                    _window.discard(self)
                     self._deferred = error
         elif self._executor.depth == 1:
             # Each batch is built when asked: the plain batches ahead need no planning.
-            self._run = self._plain_run()
+            self._run = plain_run(self._position, self._orders, self._spec,
+                                 self._fetches_itself)
         return batch
 
     # -- the position, kept lazily while a run is taken ---------------------------
@@ -285,6 +271,8 @@ class Engine:
         run = self._run
         if run is None or run.settled == run.taken:
             return
+        # Inline, not a method of the run: a loop that reads the position after
+        # every batch (Chainer's ``while it.epoch < n``) settles every batch.
         k, epoch, base = run.taken - 1, run.epoch, run.base
         start, stop = run.bounds[k], run.bounds[k + 1]
         self._settled_position = self._settled_planned = _new(
@@ -326,45 +314,9 @@ class Engine:
         self._drop_run()
         self._settled_plan = plan
 
-    def _plain_run(self) -> PlainRun | None:
-        """The run of plain batches ahead of the position, if the next batch is one."""
-        position, orders = self._position, self._orders
-        epoch = position.epoch
-        stops = orders.stops_of(epoch) if orders.stops_of is not None else None
-        bounds = self._spec.plain_bounds(position, stops)
-        if bounds is None:
-            return None
-        # The epoch's order is cached: the step that entered the epoch asked for it.
-        order = orders.order_of(epoch)
-        return PlainRun(epoch, None if order is None else order.astype(np.int64, copy=False),
-                        bounds, self._spec.epoch_size, orders.recomputable, self._fetches_itself)
-
     def skip_empty_epoch(self) -> bool:
-        """Consume the epoch about to start if it has no batch; return whether it did.
-
-        For doors that give one epoch per ``iter()`` (Gluon's DataLoader,
-        MXNet's NDArrayIter): with ``'discard'`` or ``'rollover'`` and batches
-        larger than the epoch, such an epoch yields nothing, and (for
-        ``'rollover'``) its examples open a later batch.
-
-        Raises:
-            RuntimeError: if the executor was closed or has failed.
-        """
-        p, spec = self._position, self._spec
-        if not (spec.repeat and spec.epoch_size and p.current_position == 0
-                and spec.last_batch in ("discard", "rollover")
-                and spec.batches_per_epoch(p.carry) == 0):
-            return False
-        if self._deferred is not None:
-            error, self._deferred = self._deferred, None
-            raise error
-        self._executor.ensure_open()
-        if not self._pending:
-            self._fill()
-        position, plan, handle = self._pending.popleft()
-        assert handle is None, "the step after an empty epoch's start is its empty step"
-        self._consume(position, plan)
-        return True
+        """Consume the epoch about to start if it has no batch; return whether it did."""
+        return _moves.skip_empty_epoch(self)
 
     def _consume(self, position: Position, plan: BatchPlan) -> None:
         self._drop_run()
@@ -375,45 +327,15 @@ class Engine:
         self._position = position
         self._last_plan = plan
 
+    # -- the prefetch window (see _window) ----------------------------------------
+
     def prefetch(self) -> None:
         """Start building the next batches now, before the first ``next()``.
 
         Raises:
             RuntimeError: if the executor was closed or has failed.
         """
-        self._executor.ensure_open()
-        if self._executor.prefetches:
-            try:
-                self._fill()
-            except BaseException:
-                self._discard_planned()
-                raise
-
-    def _fill(self) -> None:
-        executor, pending, orders = self._executor, self._pending, self._orders
-        while len(pending) < executor.depth:
-            planned = self._planned
-            if self._hold and planned.epoch > self._position.epoch:
-                return  # the caller has not started that epoch yet
-            if not orders.recomputable:
-                orders.note_start(planned.epoch, planned.current_position)
-            step = self._spec.advance(planned, orders.order_of, orders.stops_of)
-            if step is None:
-                return
-            position, plan = step
-            self._planned = position
-            # An empty step (an epoch without a batch) is not built anywhere.
-            handle = executor.submit(plan, self._seed) if len(plan.indices) else None
-            pending.append((position, plan, handle))
-            self._most_in_flight = max(self._most_in_flight, len(pending))
-
-    def _discard_planned(self) -> None:
-        handles = [handle for _, _, handle in self._pending if handle is not None]
-        self._pending.clear()
-        self._drop_run()
-        if handles:
-            self._executor.cancel(handles)
-        self._planned = self._position
+        _window.prefetch(self)
 
     @property
     def depth(self) -> int:
@@ -422,7 +344,7 @@ class Engine:
 
     def statistics(self) -> EngineStatistics:
         """Return what is in flight now, and the most that ever was."""
-        return EngineStatistics(self._executor.depth, len(self._pending), self._most_in_flight)
+        return _window.statistics(self)
 
     # -- copies ----------------------------------------------------------------
 
@@ -452,126 +374,40 @@ class Engine:
             self._position.epoch + self._position.current_position / n
 
     def current_order(self, epoch: int | None = None) -> np.ndarray | None:
-        """Return the order of the current epoch, or of ``epoch`` (None: identity, or an
-        empty dataset)."""
-        epoch = self._position.epoch if epoch is None else epoch
-        return self._orders.order_of(epoch) if self._spec.epoch_size else None
+        """Return the order of the current epoch, or of ``epoch`` (see :mod:`._moves`)."""
+        return _moves.current_order(self, epoch)
 
     def order_offset(self, epoch: int | None = None) -> int:
-        """Return where in its sampler's order the current epoch (or ``epoch``) began.
-
-        0 unless a state began it at an offset (``order_offset`` in the
-        state: resuming at global position ``k`` of an order that other ranks
-        share); the epoch then starts at :meth:`order_head`.
-        """
-        return self._orders.offset_of(self._position.epoch if epoch is None else epoch)[0]
+        """Return where in its sampler's order the current epoch (or ``epoch``) began."""
+        return _moves.order_offset(self, epoch)
 
     def order_head(self, epoch: int | None = None) -> int:
-        """Return the position where the current epoch (or ``epoch``) began (see
-        :meth:`order_offset`); 0 for an epoch begun at the start of its order."""
-        return self._orders.offset_of(self._position.epoch if epoch is None else epoch)[1]
+        """Return the position where the current epoch (or ``epoch``) began."""
+        return _moves.order_head(self, epoch)
 
     def pin_current_order(self, order: Any) -> None:
-        """Use ``order`` for the rest of the current epoch (a Chainer snapshot's order).
-
-        Later epochs' orders are asked of the sampler again.
-
-        Raises:
-            ValueError: if the iterator has no order sampler, or ``order`` does
-                not fit its epochs.
-        """
-        if self._order_sampler is None:
-            raise ValueError("this iterator visits examples in order; it has no order to pin")
-        self._discard_planned()
-        self._orders.pin(self._position.epoch, order)
-        # Orders planned ahead for later epochs came from the replaced one.
-        self._orders.forget_after(self._position.epoch)
+        """Use ``order`` for the rest of the current epoch (a Chainer snapshot's order)."""
+        _moves.pin_current_order(self, order)
 
     def start_next_epoch(self, keep_rollover: bool = True) -> None:
-        """Leave the epoch in progress: the next batch opens the next epoch.
-
-        Mid-epoch, the rest of the epoch is skipped. At an epoch boundary
-        nothing changes, except that ``keep_rollover=False`` drops examples
-        waiting to roll over into the next epoch.
-        """
-        p = self._position
-        # At a boundary the last batch ended an epoch (a crossing batch may have
-        # begun the next one already), or nothing was consumed yet.
-        if p.is_new_epoch or p.previous_epoch_detail is None:
-            if keep_rollover or not p.carry:
-                return
-            next_position = p._replace(carry=0)
-        else:
-            next_position = Position(p.epoch + 1, 0, True, self.epoch_detail, 0)
-        self._discard_planned()
-        self._position = self._planned = next_position
+        """Leave the epoch in progress: the next batch opens the next epoch."""
+        _moves.start_next_epoch(self, keep_rollover)
 
     def reset(self) -> None:
-        """Start over from the first batch of epoch 0 (reopening a closed executor).
-
-        A seeded shuffle replays the same orders; a stateful order sampler is
-        asked for a new epoch-0 order, as in Chainer.
-        """
-        self._discard_planned()
-        self._deferred = None
-        self._orders.clear()
-        self._position = self._planned = Position()
-        self._last_plan = None
-        self._executor.reopen()
+        """Start over from the first batch of epoch 0 (reopening a closed executor)."""
+        _moves.reset(self)
 
     def close(self) -> None:
         """Release the executor's threads, processes and memory. Idempotent."""
-        self._discard_planned()
+        _window.discard(self)
         self._executor.close()
 
     # -- checkpoints -----------------------------------------------------------
 
     def state_dict(self) -> dict:
-        """Return the engine's state: a small JSON-ready dict (see :mod:`._checkpoint`).
-
-        A door puts it in its own state with
-        :func:`~dataset_kit.engine.states.wrap_state`.
-
-        It counts only the batches already handed to the caller, and does not
-        grow with the dataset unless a stateful order sampler forces it to
-        carry the current epoch's order.
-
-        Raises:
-            ValueError: if a stateful order sampler's orders would be needed for
-                a rolled-over tail longer than an epoch (only the previous
-                epoch's order is kept).
-        """
-        p = self._position
-        if p.carry > self._spec.epoch_size and not self._orders.recomputable:
-            raise ValueError(
-                f"cannot checkpoint a rolled-over tail of {p.carry} examples that spans several "
-                f"epochs of {self._spec.epoch_size} with order sampler {self._orders.kind!r}: "
-                f"it keeps one order per epoch; use a seeded sampler")
-        sampler = self._orders.state_dict(p.epoch, with_previous=p.carry > 0)
-        return _checkpoint.make_state(self._spec, self._dataset_length, p, self._seed, sampler,
-                                      self.order_offset())
+        """Return the engine's state: a small JSON-ready dict (see :mod:`._engine_state`)."""
+        return _engine_state.state_dict(self)
 
     def load_state_dict(self, state: dict) -> None:
-        """Restore a state from :meth:`state_dict` of any engine over the same data.
-
-        The engine then yields exactly the batches the saved one would have
-        yielded next. Bare engine states of format versions 1 and 2 load too.
-        A state may begin the epoch in progress at an offset of its sampler's
-        order (``order_offset``, see :meth:`order_offset`).
-
-        Raises:
-            ValueError: if the state is not an engine state, has an unknown
-                format version, or was saved for another dataset length,
-                batching spec or order sampler, or its offset does not fit
-                the sampler.
-        """
-        # Check everything first, then apply: a rejected state changes nothing.
-        state = _upgrades.engine_part(state, self._orders.kind)
-        state = _checkpoint.read_state(state, self._spec, self._dataset_length)
-        position = _checkpoint.position_of(state)
-        orders = self._orders.loaded(state["order_sampler"], position, int(state["order_offset"]))
-        self._discard_planned()
-        self._deferred = None
-        self._orders = orders
-        self._seed = int(state["seed"])
-        self._position = self._planned = position
+        """Restore a state from :meth:`state_dict` of any engine over the same data."""
+        _engine_state.load_state_dict(self, state)

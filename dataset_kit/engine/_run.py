@@ -21,6 +21,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from dataset_kit.engine._orders import Orders
+from dataset_kit.engine._spec import BatchSpec
+from dataset_kit.engine._statemachine import Position
+
 # A run covers at most this many examples (and at least one batch): its
 # bounds are a list and an unshuffled run's indices one arange, so their
 # size stays bounded whatever the epoch; the next run starts where it ends.
@@ -75,3 +79,24 @@ class PlainRun:
         self.epoch_size = epoch_size
         self.recomputable = recomputable
         self.fetches = fetches
+
+
+def plain_run(position: Position, orders: Orders, spec: BatchSpec,
+              fetches: bool) -> PlainRun | None:
+    """Return the run of plain batches ahead of ``position``, if the next batch is one.
+
+    Args:
+        position: where the caller is.
+        orders: the engine's orders.
+        spec: its batching spec.
+        fetches: whether the engine fetches the batches itself.
+    """
+    epoch = position.epoch
+    stops = orders.stops_of(epoch) if orders.stops_of is not None else None
+    bounds = spec.plain_bounds(position, stops)
+    if bounds is None:
+        return None
+    # The epoch's order is cached: the step that entered the epoch asked for it.
+    order = orders.order_of(epoch)
+    return PlainRun(epoch, None if order is None else order.astype(np.int64, copy=False),
+                    bounds, spec.epoch_size, orders.recomputable, fetches)
