@@ -16,6 +16,8 @@
 # $TORCH_SUITE_HOME/venv (default ~/.cache/dataset_kit_torch_suite) that sees the base's
 # packages and adds the two the test file imports (expecttest, psutil).
 # Each mode's run is stopped after TORCH_SUITE_TIMEOUT seconds (default 1800).
+# TORCH_SUITE_TAIL: how many of pytest's last lines to print per mode (default 1; add
+# "-- -rfE" to the arguments and raise it to see failures).
 # Prints a last line:
 #   torch suite: pytorch P passed, F failed, E errors, S skipped; dataset_kit P passed, ...
 set -u
@@ -68,7 +70,9 @@ for mode in $modes; do
         timeout -k 30 "${TORCH_SUITE_TIMEOUT:-1800}" \
         "$venv/bin/python" -m pytest -q -p no:cacheprovider test_dataloader.py "$@" 2>&1)
   rc=$?
-  echo "$out" | tail -n "${TORCH_SUITE_TAIL:-4}" | sed "s/^/[$label] /"
+  # The scope line (conftest.py), then pytest's last lines (its summary line at least).
+  { echo "$out" | grep '^torch suite scope'; echo "$out" | tail -n "${TORCH_SUITE_TAIL:-1}"; } |
+    sed "s/^/[$label] /"
   [ $rc -eq 124 ] || [ $rc -eq 137 ] && echo "[$label] stopped after ${TORCH_SUITE_TIMEOUT:-1800} s"
   last=$(echo "$out" | tail -1)
   count() { echo "$last" | grep -o "[0-9]* $1" | grep -o '[0-9]*' | head -1; }
