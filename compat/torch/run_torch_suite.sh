@@ -10,7 +10,8 @@
 # modes; README.md lists each with its reason, and conftest.py reads them from there.
 #
 # The test file is PyTorch's, kept outside this repository (README.md says why and where
-# from): TORCH_SUITE_TEST_FILE, default $TORCH_SUITE_HOME/test_dataloader.py; its sha256
+# from): TORCH_SUITE_TEST_FILE, default $TORCH_SUITE_HOME/test_dataloader.py, else
+# ../shared/compat/vendor/torch/test_dataloader.py beside the checkout; its sha256
 # must equal the one in test_dataloader.sha256. TORCH_SUITE_BASE is the Python that has
 # torch (default CHECKOUT/.venv/bin/python); the run uses a virtual environment at
 # $TORCH_SUITE_HOME/venv (default ~/.cache/dataset_kit_torch_suite) that sees the base's
@@ -26,7 +27,13 @@ checkout=$(cd "${1:-.}" && pwd); shift || true
 [ "${1:-}" = "--" ] && shift
 home=${TORCH_SUITE_HOME:-$HOME/.cache/dataset_kit_torch_suite}
 base=${TORCH_SUITE_BASE:-$checkout/.venv/bin/python}
+# Without TORCH_SUITE_TEST_FILE: this machine's copy, else the steering repository's
+# vendored copy beside the checkout (where CI finds the peers' test files).
 file=${TORCH_SUITE_TEST_FILE:-$home/test_dataloader.py}
+if [ -z "${TORCH_SUITE_TEST_FILE:-}" ] && [ ! -f "$file" ] &&
+   [ -f "$checkout/../shared/compat/vendor/torch/test_dataloader.py" ]; then
+  file=$checkout/../shared/compat/vendor/torch/test_dataloader.py
+fi
 modes=${TORCH_SUITE_MODES:-pytorch dk}
 venv=$home/venv
 
