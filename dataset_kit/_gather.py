@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 ALIGN = 64  # bytes; every array in a block starts on such a boundary
 _local = threading.local()
@@ -76,7 +77,7 @@ def install(arena: Arena | None) -> Arena | None:
     return previous
 
 
-def empty(shape: tuple, dtype: np.dtype) -> np.ndarray:
+def empty(shape: tuple, dtype: DTypeLike) -> np.ndarray:
     """An uninitialised C-contiguous array for an example's result, in the arena if any.
 
     An augmenter writes its output here: in a worker, the examples' results
