@@ -357,14 +357,35 @@ class ProcessPool:
         # At once, even in the middle of a batch: nobody wants it any more.
         self._lifeline.stop(len(workers))
         deadline = time.monotonic() + STOP_GRACE_SECONDS
-        for worker in workers:
+        for worker in self._await_stopped(workers, deadline):
             worker.process.join(max(0.0, deadline - time.monotonic()))
-        for worker in workers:
             if worker.process.exitcode is None:
                 worker.process.kill()
                 worker.process.join(5)
+        for worker in workers:
             with contextlib.suppress(OSError, ValueError):
                 release(worker.channel.conn.fileno())
+
+    def _await_stopped(self, workers: list[_Worker], deadline: float) -> list[_Worker]:
+        """Wait until each worker has said it stopped or has exited; return the others.
+
+        A stopping worker ends its pipe before it exits (see the worker's
+        ``_say_stopped``); from then on it creates no block, so the blocks
+        can be unlinked while the kernel finishes its exit. Multiprocessing
+        reaps it later (at the next start of a process, or at exit).
+        """
+        transport = self._started_transport
+        if transport is None:  # the pool failed to start: nobody reads the pipes
+            return workers
+        left = workers
+        while True:
+            transport.drain()
+            left = [w for w in left if not w.channel.ended and w.process.exitcode is None]
+            remaining = deadline - time.monotonic()
+            if not left or remaining <= 0:
+                return left
+            multiprocessing.connection.wait(
+                [transport.notify_fd] + [w.process.sentinel for w in left], remaining)
 
 
 @contextlib.contextmanager
