@@ -233,16 +233,27 @@ class ProcessExecutor(_Closable):
         next one is forked.
         """
         n = self._options["n_workers"]
-        parts = _first_batch.split(plan, n) if _first_batch.worth_splitting(
-            plan, n, self._options["dataset"], self._options["converter"]) else [plan]
+        split = _first_batch.worth_splitting(plan, n, self._options["dataset"],
+                                             self._options["converter"])
+        claims = _first_batch.Claims(len(plan.indices), n) \
+            if split and self._options["start_method"] == "fork" else None
+        # Claimed: every worker holds the whole batch and builds the chunks it claims.
+        parts = [plan] * n if claims else _first_batch.split(plan, n) if split else [plan]
         first = [(self._next_task + k, part.indices, part.epochs, seed)
                  for k, part in enumerate(parts)]
-        self._pool = ProcessPool(**self._options, first=first)
+        try:
+            self._pool = ProcessPool(**self._options, first=first,
+                                     claims=(claims.fd, claims.chunk) if claims else None)
+        finally:
+            if claims:
+                claims.close()  # the workers hold their own copies
         # Close on garbage collection and at interpreter exit too; the
         # callback holds the pool, never the executor.
         self._finalizer = weakref.finalize(self, self._pool.close)
         self._next_task += len(parts)
         handles = [(task_id, self._pool.workers[k]) for k, (task_id, *_) in enumerate(first)]
+        if claims:
+            return "claimed", handles, len(plan.indices)
         return ("split", handles) if len(handles) > 1 else handles[0]
 
     def submit(self, plan: BatchPlan, seed: int) -> tuple:
@@ -260,9 +271,12 @@ class ProcessExecutor(_Closable):
         return task_id, pool.submit(task_id, plan.indices, plan.epochs, seed)
 
     def collect(self, handle: tuple) -> Any:
-        if handle[0] != "split":
-            return self._collect_one(handle)
-        return _first_batch.join([self._collect_one(part) for part in handle[1]])
+        if handle[0] == "split":
+            return _first_batch.join([self._collect_one(part) for part in handle[1]])
+        if handle[0] == "claimed":
+            return _first_batch.join_claimed((self._collect_one(part) for part in handle[1]),
+                                             handle[2])
+        return self._collect_one(handle)
 
     def _collect_one(self, handle: tuple) -> Any:
         task_id, worker = handle

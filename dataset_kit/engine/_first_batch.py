@@ -6,10 +6,25 @@ whole batch's time in one process. Cutting it into one consecutive part per
 worker and joining the parts brings it in that time divided by the workers.
 The join lays the examples out as one worker would have, so the batch is the
 same either way.
+
+Forked workers do not start together: each fork of a large process takes
+milliseconds in the main process (3-7 ms after ``import torch``), so worker
+k starts that much after worker k-1, and equal parts made the last worker
+finish that much after the first. So forked workers *claim* the examples
+instead (:class:`Claims`): the main process writes one token per chunk of
+the batch into a pipe before forking, and each worker reads tokens (a read
+of a few bytes from a pipe is atomic) and builds those chunks until none is
+left. The first worker starts on the batch at once and the others join in
+as they come; no lock is shared, so a worker that dies holding nothing
+leaves the others unaffected (its death is reported as usual). Other start
+methods cannot inherit the pipe, and take equal consecutive parts.
 """
 
 from __future__ import annotations
 
+import os
+import struct
+from collections.abc import Iterable
 from itertools import pairwise
 from typing import Any
 
@@ -17,7 +32,15 @@ import numpy as np
 
 from dataset_kit.dataset import builds_one_by_one
 from dataset_kit.engine import _wire
+from dataset_kit.engine._fetch import fetch_batch
 from dataset_kit.engine._statemachine import BatchPlan
+
+_TOKEN = struct.Struct("<I")  # the position of a chunk's first example
+# At most this many tokens (4 KiB): any pipe's buffer holds them, so writing
+# them all before a worker reads never blocks.
+_MOST_TOKENS = 1024
+# Chunks per worker: the claims balance the workers to within one chunk.
+_CHUNKS_PER_WORKER = 16
 
 
 def worth_splitting(plan: BatchPlan, n_workers: int, dataset: Any, converter: Any) -> bool:
@@ -50,3 +73,92 @@ def join(parts: list) -> Any:
     examples = [example for part in parts for example in part]
     uniform = _wire.uniform_columns(examples)
     return examples if uniform is None else _wire.stacked_batch(*uniform)
+
+
+class Claims:
+    """The chunks of a first batch, as tokens in a pipe that forked workers inherit.
+
+    Args:
+        size: the batch's number of examples.
+        n_workers: the workers that will claim them.
+
+    Attributes:
+        fd: the pipe's read end (non-blocking), for the workers.
+        chunk: examples per chunk (the last may be shorter).
+    """
+
+    def __init__(self, size: int, n_workers: int) -> None:
+        if size < 1 or n_workers < 1:
+            raise ValueError(f"Claims needs size >= 1 and n_workers >= 1, got size={size}, "
+                             f"n_workers={n_workers}")
+        self.chunk = max(1, -(-size // min(_MOST_TOKENS, _CHUNKS_PER_WORKER * n_workers)))
+        read_end, write_end = os.pipe()
+        try:
+            os.write(write_end, b"".join(_TOKEN.pack(start)
+                                         for start in range(0, size, self.chunk)))
+        finally:
+            os.close(write_end)  # once the tokens are gone, a read sees the end
+        os.set_blocking(read_end, False)
+        self.fd = read_end
+
+    def close(self) -> None:
+        """Close the main process's read end (once every worker is forked). Idempotent."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+def build_claimed(dataset: Any, plan: BatchPlan, seed: int, fd: int,
+                  chunk: int) -> tuple[list[int], list]:
+    """Build the chunks of ``plan`` this worker claims from ``fd``, until none is left.
+
+    Each example is built as in any batch (its rng keyed by seed, epoch and
+    index), so which worker builds it changes nothing. Closes ``fd``.
+
+    Returns:
+        ``(positions, examples)``: each built example and its position in the plan.
+    """
+    positions: list[int] = []
+    examples: list = []
+    epochs = plan.epochs
+    try:
+        while True:
+            try:
+                token = os.read(fd, _TOKEN.size)
+            except BlockingIOError:
+                break
+            if len(token) < _TOKEN.size:  # the end (a token is never read in part)
+                break
+            (start,) = _TOKEN.unpack(token)
+            end = min(start + chunk, len(plan.indices))
+            part = plan._replace(indices=plan.indices[start:end],
+                                 epochs=epochs if isinstance(epochs, int) else epochs[start:end])
+            examples.extend(fetch_batch(dataset, part, seed))
+            positions.extend(range(start, end))
+    finally:
+        os.close(fd)
+    return positions, examples
+
+
+def join_claimed(answers: Iterable[tuple[list[int], list]], size: int) -> Any:
+    """Join the answers of :func:`build_claimed` into what one worker would have delivered.
+
+    ``answers`` is read lazily, in worker order, and only until all ``size``
+    examples are in: a worker that came too late to claim any chunk is not
+    waited for (its empty answer is dropped when its next batch is read).
+
+    Raises:
+        RuntimeError: if the answers do not hold each of the ``size`` positions once.
+    """
+    examples: list = [None] * size
+    built = [False] * size
+    seen = 0
+    for positions, part in answers:
+        for position, example in zip(positions, part):
+            if built[position]:
+                raise RuntimeError(f"two workers built example {position} of a first batch")
+            examples[position], built[position] = example, True
+        seen += len(positions)
+        if seen == size:
+            return join([examples])
+    raise RuntimeError(f"the workers built {seen} examples of a first batch of {size}")

@@ -69,6 +69,8 @@ class WorkerConfig:
         first: the task to build before reading the pipe, or None (a fresh
             pool's first tasks travel with the worker, so a worker starts on
             its part of the first batch while the next one is still forked).
+        claims: ``(fd, chunk)``: build only the chunks of ``first`` claimed
+            from the inherited pipe ``fd`` (see ``_first_batch.Claims``), or None.
     """
 
     index: int
@@ -77,3 +79,4 @@ class WorkerConfig:
     prefix: str
     use_shm: bool
     first: Task | None = None
+    claims: tuple[int, int] | None = None

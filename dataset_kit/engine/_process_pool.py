@@ -91,6 +91,9 @@ class ProcessPool:
         first: at most ``n_workers`` first tasks, ``(task_id, indices, epochs,
             seed)`` each; the k-th is forked with worker k, which starts on it
             at once, while the next worker is still being forked.
+        claims: ``(fd, chunk)`` of a first batch's claims pipe
+            (``_first_batch.Claims``), for forked workers whose first tasks
+            each hold the whole batch and claim its chunks; or None.
 
     Raises:
         TypeError: if the dataset, converter or worker_init cannot be pickled
@@ -100,9 +103,14 @@ class ProcessPool:
     def __init__(self, *, n_workers: int, start_method: str, dataset: Any, converter: Any = None,
                  worker_init: Any = None, max_tasks: int | None = None,
                  dataset_timeout: float | None = None, timeout: float | None = None,
-                 first: Sequence[tuple[int, Any, Any, int]] = ()) -> None:
+                 first: Sequence[tuple[int, Any, Any, int]] = (),
+                 claims: tuple[int, int] | None = None) -> None:
         if len(first) > n_workers:
             raise ValueError(f"first has {len(first)} tasks, more than n_workers={n_workers}")
+        if claims is not None and start_method != "fork":
+            raise ValueError(f"claims need workers that inherit the pipe (start_method='fork'), "
+                             f"got start_method={start_method!r}")
+        self._claims = claims
         self._context = multiprocessing.get_context(start_method)
         self._payload: Any = (dataset, converter, worker_init, max_tasks)
         if start_method != "fork":
@@ -157,7 +165,8 @@ class ProcessPool:
         # worker blocked sending to a dead parent would never see EOF.
         keep_from_children(parent_end.fileno())
         config = WorkerConfig(index=index, n_workers=self.n_workers, payload=self._payload,
-                              prefix=self.prefix, use_shm=self.use_shm, first=first)
+                              prefix=self.prefix, use_shm=self.use_shm, first=first,
+                              claims=self._claims if first is not None else None)
         # typeshed types get_context()'s result as BaseContext, which lacks Process;
         # every concrete context (fork, spawn, forkserver) has it.
         process = self._context.Process(  # type: ignore[attr-defined]

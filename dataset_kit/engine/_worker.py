@@ -23,7 +23,7 @@ import traceback
 from typing import Any, NoReturn
 
 from dataset_kit import _gather
-from dataset_kit.engine import _lifeline, _shm, _wire
+from dataset_kit.engine import _first_batch, _lifeline, _shm, _wire
 from dataset_kit.engine._fetch import fetch_batch
 from dataset_kit.engine._messages import (
     Done,
@@ -73,8 +73,9 @@ def worker_main(config: WorkerConfig, conn: Any, lifeline: Any) -> None:
     blocks: dict[str, _shm.Block] = {}
     created = 0
     done = 0
-    # A fresh pool starts each worker with its first task (no pipe round trip).
-    first = config.first
+    # A fresh pool starts each worker with its first task (no pipe round trip),
+    # whose examples it may have to claim (see _first_batch).
+    first, claims = config.first, config.claims  # claims: only for the first task
     while True:
         if first is not None:
             message, first = first, None
@@ -99,8 +100,13 @@ def worker_main(config: WorkerConfig, conn: Any, lifeline: Any) -> None:
                 raise init_failure
             # What a batch is (see _fetch): with shared memory, _pack stacks
             # uniform examples straight into the block instead.
-            batch = fetch_batch(dataset, BatchPlan(task.indices, task.epochs), task.seed,
-                                stack=converter is None and not config.use_shm)
+            batch: Any
+            if claims is not None:
+                batch = _first_batch.build_claimed(
+                    dataset, BatchPlan(task.indices, task.epochs), task.seed, *claims)
+            else:
+                batch = fetch_batch(dataset, BatchPlan(task.indices, task.epochs), task.seed,
+                                    stack=converter is None and not config.use_shm)
             if converter is not None:
                 batch = converter(batch)
             if config.use_shm:
@@ -112,6 +118,7 @@ def worker_main(config: WorkerConfig, conn: Any, lifeline: Any) -> None:
             reply = Failed(task.task_id, _picklable(error), traceback.format_exc())
         finally:
             _gather.install(previous)
+            claims = None
         batch = arena = None  # no view of a block outlives the task
         try:
             conn.send(reply)
