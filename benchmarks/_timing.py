@@ -31,3 +31,16 @@ def median_of(runs: int, **candidates: Callable[[], object]) -> dict[str, float]
             fn()
             times[name].append(time.perf_counter() - start)
     return {name: statistics.median(t) for name, t in times.items()}
+
+
+def median_of_timed(runs: int, **candidates: Callable[[], float]) -> dict[str, float]:
+    """Like :func:`median_of`, for candidates that return the seconds they timed themselves.
+
+    For a candidate whose warm-up must stay out of the figure (a loader's
+    batches made ready while the other candidates ran).
+    """
+    times: dict[str, list[float]] = {name: [] for name in candidates}
+    for _ in range(runs):
+        for name, fn in candidates.items():
+            times[name].append(fn())
+    return {name: statistics.median(t) for name, t in times.items()}
