@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import statistics
 import time
 from collections.abc import Callable
@@ -44,3 +45,15 @@ def median_of_timed(runs: int, **candidates: Callable[[], float]) -> dict[str, f
         for name, fn in candidates.items():
             times[name].append(fn())
     return {name: statistics.median(t) for name, t in times.items()}
+
+
+def children_reaped(seconds: float = 5.0) -> None:
+    """Wait (at most ``seconds``) until no child process of ours is left unreaped.
+
+    A finalized iterator's workers finish exiting, and are joined, just after
+    ``finalize()`` returns; their CPU time reaches ``RUSAGE_CHILDREN`` only
+    once they are. Call this before reading it.
+    """
+    deadline = time.monotonic() + seconds
+    while multiprocessing.active_children() and time.monotonic() < deadline:
+        time.sleep(0.001)

@@ -34,7 +34,7 @@ import tempfile
 from collections.abc import Callable
 
 import numpy as np
-from _timing import best_of, median_of
+from _timing import best_of, children_reaped, median_of
 from PIL import Image
 
 from dataset_kit import image as dk_image
@@ -54,6 +54,7 @@ def cpu_seconds(fn: Callable[[], None], into: list[float]) -> Callable[[], None]
         before = [resource.getrusage(who) for who in (resource.RUSAGE_SELF,
                                                       resource.RUSAGE_CHILDREN)]
         fn()
+        children_reaped()
         after = [resource.getrusage(who) for who in (resource.RUSAGE_SELF,
                                                      resource.RUSAGE_CHILDREN)]
         into.append(sum(a.ru_utime + a.ru_stime - b.ru_utime - b.ru_stime

@@ -27,6 +27,7 @@ from collections.abc import Callable
 
 import numpy as np
 import torch
+from _timing import children_reaped
 from parallel import CpuBound, calibrate_rounds
 from torch.utils.data import DataLoader as TorchDataLoader
 from torch.utils.data import Dataset
@@ -89,6 +90,7 @@ def median_ratio(rounds: int, ours: Callable[[], object], theirs: Callable[[], o
             start, cpu = time.perf_counter(), _cpu_seconds()
             fn()
             times[name].append(time.perf_counter() - start)
+            children_reaped()  # the workers' CPU counts once they are joined
             CPU_SECONDS.setdefault(name, []).append(_cpu_seconds() - cpu)
     a, b = statistics.median(times["ours"]), statistics.median(times["theirs"])
     return (a, b, b / a, *(statistics.median(times[name]) for name in others))

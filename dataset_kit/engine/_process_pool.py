@@ -28,7 +28,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dataset_kit.engine import _shm, _wire
+from dataset_kit.engine import _reaper, _shm, _wire
 from dataset_kit.engine._lifeline import Lifeline, keep_from_children, release
 from dataset_kit.engine._messages import (
     Failed,
@@ -366,12 +366,16 @@ class ProcessPool:
         # At once, even in the middle of a batch: nobody wants it any more.
         self._lifeline.stop(len(workers))
         deadline = time.monotonic() + STOP_GRACE_SECONDS
-        for worker in self._await_stopped(workers, deadline):
+        left = self._await_stopped(workers, deadline)
+        for worker in left:
             worker.process.join(max(0.0, deadline - time.monotonic()))
             if worker.process.exitcode is None:
                 worker.process.kill()
                 worker.process.join(5)
+        waited = {id(worker) for worker in left}
         for worker in workers:
+            if id(worker) not in waited:
+                _reaper.reaper.reap(worker.process)  # said it stopped: it is exiting
             with contextlib.suppress(OSError, ValueError):
                 release(worker.channel.conn.fileno())
 
@@ -380,8 +384,8 @@ class ProcessPool:
 
         A stopping worker ends its pipe before it exits (see the worker's
         ``_say_stopped``); from then on it creates no block, so the blocks
-        can be unlinked while the kernel finishes its exit. Multiprocessing
-        reaps it later (at the next start of a process, or at exit).
+        can be unlinked while the kernel finishes its exit, and the reaper
+        thread (:mod:`._reaper`) joins it.
         """
         transport = self._started_transport
         if transport is None:  # the pool failed to start: nobody reads the pipes

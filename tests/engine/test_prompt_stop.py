@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from dataset_kit import DatasetMixin
-from dataset_kit.engine import _lifeline
+from dataset_kit.engine import _lifeline, _reaper
 from dataset_kit.iterators import MultiprocessIterator
 from tests.iterators.helpers import Augmented, PidRecorder, alive, recorded_pids, shm_blocks
 
@@ -175,3 +175,17 @@ def _say_then_linger(conn) -> None:
 
     _say_stopped(conn)
     time.sleep(30)
+
+
+def test_finalized_workers_are_joined_not_left_as_zombies(pids):
+    it = MultiprocessIterator(Augmented(64, 1 << 12), 8, n_processes=2,
+                              worker_init=PidRecorder(pids))
+    try:
+        next(it)
+        assert wait_for(lambda: len(recorded_pids(pids)) == 2)  # both workers running
+    finally:
+        it.finalize()
+    _reaper.reaper.drain()
+    workers = recorded_pids(pids)
+    # Joined: gone from the process table (a zombie still has its /proc entry).
+    assert [p for p in workers if os.path.exists(f"/proc/{p}")] == []
