@@ -15,6 +15,7 @@ import pytest
 
 from dataset_kit import DatasetMixin
 from dataset_kit.engine import _lifeline, _reaper
+from dataset_kit.engine._worker import SWITCH_SECONDS
 from dataset_kit.iterators import MultiprocessIterator
 from tests.iterators.helpers import Augmented, PidRecorder, alive, recorded_pids, shm_blocks
 
@@ -189,3 +190,24 @@ def test_finalized_workers_are_joined_not_left_as_zombies(pids):
     workers = recorded_pids(pids)
     # Joined: gone from the process table (a zombie still has its /proc entry).
     assert [p for p in workers if os.path.exists(f"/proc/{p}")] == []
+
+
+class _SwitchRecorder:
+    """worker_init writing the worker's GIL switch interval to ``path``."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __call__(self, index: int, n_workers: int) -> None:
+        with open(f"{self.path}-{index}", "w") as f:
+            f.write(repr(sys.getswitchinterval()))
+
+
+def test_workers_hand_the_gil_to_a_stop_sooner_than_the_default(tmp_path):
+    # The lifeline's watcher needs the GIL to stop a worker busy in Python code.
+    record = str(tmp_path / "switch")
+    with MultiprocessIterator(Augmented(16), 4, n_processes=1,
+                              worker_init=_SwitchRecorder(record)) as it:
+        next(it)
+    with open(f"{record}-0") as f:
+        assert float(f.read()) == SWITCH_SECONDS < sys.getswitchinterval()
