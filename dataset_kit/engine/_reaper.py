@@ -24,16 +24,23 @@ class Reaper:
     """The thread that joins stopped worker processes, started on first use."""
 
     def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
         self._pid = os.getpid()
         self._lock = threading.Lock()
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
 
+    def _own(self) -> None:
+        # A forked child has the parent's queue but not its thread: start afresh.
+        if self._pid != os.getpid():
+            self._reset()
+
     def reap(self, process: Any) -> None:
         """Join ``process`` (a stopping :class:`multiprocessing.Process`) in the background."""
+        self._own()
         with self._lock:
-            if self._pid != os.getpid():  # a forked child: the parent's thread is not here
-                self.__init__()  # type: ignore[misc]
             self._queue.put(process)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="dataset_kit-reaper",
@@ -41,13 +48,14 @@ class Reaper:
                 self._thread.start()
 
     def drain(self) -> None:
-        """Wait until every process handed over so far has been joined."""
-        done = threading.Event()
-        self._queue.put(done)
+        """Wait until every process handed over so far (in this process) has been joined."""
+        self._own()
         with self._lock:
-            thread = self._thread
-        if thread is not None:
-            done.wait()
+            if self._thread is None:
+                return  # nothing was ever handed over
+            done = threading.Event()
+            self._queue.put(done)
+        done.wait()
 
     def _run(self) -> None:
         while True:
