@@ -25,13 +25,18 @@ def median_of(runs: int, **candidates: Callable[[], object]) -> dict[str, float]
     Medians, not best runs, are what we report: a best run hides the noise a
     user's machine has too.
     """
-    times: dict[str, list[float]] = {name: [] for name in candidates}
-    for _ in range(runs):
-        for name, fn in candidates.items():
-            start = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(t) for name, t in times.items()}
+    return median_of_timed(runs, **{name: _timed(fn) for name, fn in candidates.items()})
+
+
+def _timed(fn: Callable[[], object]) -> Callable[[], float]:
+    """``fn``, returning the seconds it took."""
+
+    def run() -> float:
+        start = time.perf_counter()
+        fn()
+        return time.perf_counter() - start
+
+    return run
 
 
 def median_of_timed(runs: int, **candidates: Callable[[], float]) -> dict[str, float]:
