@@ -33,6 +33,19 @@ def running(*processes):
             p.wait()
 
 
+def wait_for_generation(rec: str, at_least: int, writer: subprocess.Popen) -> None:
+    """Return once ``rec`` holds a generation >= ``at_least`` (the writer is alive until then)."""
+    deadline = time.monotonic() + 120  # a liveness bound, not a speed limit
+    while time.monotonic() < deadline:
+        if writer.poll() is not None:
+            raise AssertionError(f"the writer exited with {writer.returncode} before publishing")
+        generation = check_pair(rec) if os.path.exists(rec) else None
+        if generation is not None and generation >= at_least:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"no generation >= {at_least} was published within 120 s")
+
+
 def names(directory) -> list:
     return sorted(os.listdir(directory))
 
@@ -56,7 +69,13 @@ def test_writers_killed_at_random_moments_never_leave_a_mixed_pair(tmp_path):
     seen = set()
     for round_ in range(12):
         with running(child("write_forever", rec, 100 * round_)) as (p,):
-            time.sleep(rng.uniform(0.3, 1.0))
+            if round_ % 3:
+                # Kill at a random moment after this writer's first publish, whatever the
+                # machine's load (a fixed sleep may end before a loaded child has started).
+                wait_for_generation(rec, 100 * round_, p)
+                time.sleep(rng.uniform(0.0, 0.2))
+            else:
+                time.sleep(rng.uniform(0.0, 1.0))  # perhaps before its first publish
             p.send_signal(signal.SIGKILL)
             p.wait(timeout=60)
         generation = check_pair(rec)  # raises if a key returns another generation's record
