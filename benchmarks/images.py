@@ -17,7 +17,7 @@
    dataset_kit's against MXNet's, on one core.
 
 Rows 3 and 4 report medians; MXNet runs in its own numpy<2 environment (the
-one ../shared/compat/mxnet/run_mxnet_suite.sh builds), with PYTHONPATH at
+one ../shared/peer_suites/mxnet/run_mxnet_suite.sh builds), with PYTHONPATH at
 this checkout.
 
 Run: .venv/bin/python benchmarks/images.py [--images 2000]

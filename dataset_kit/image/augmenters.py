@@ -19,7 +19,7 @@ inside the same example would each start the example's stream afresh.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -218,14 +218,9 @@ class ColorJitterAug(RandomOrderAug):
     """Brightness, contrast and saturation jitter (those that are > 0), in random order."""
 
     def __init__(self, brightness: float, contrast: float, saturation: float) -> None:
-        ts: list[Augmenter] = []
-        if brightness > 0:
-            ts.append(BrightnessJitterAug(brightness))
-        if contrast > 0:
-            ts.append(ContrastJitterAug(contrast))
-        if saturation > 0:
-            ts.append(SaturationJitterAug(saturation))
-        super().__init__(ts)
+        jitters = ((BrightnessJitterAug, brightness), (ContrastJitterAug, contrast),
+                   (SaturationJitterAug, saturation))
+        super().__init__([jitter(amount) for jitter, amount in jitters if amount > 0])
 
 
 class LightingAug(Augmenter):
@@ -356,27 +351,23 @@ def CreateAugmenter(data_shape: Sequence[int], resize: int = 0,  # noqa: N802 (M
         raise ValueError("rand_resize=True needs rand_crop=True (MXNet asserts it)")
     mean = _statistic("mean", mean, _IMAGENET_MEAN)
     std = _statistic("std", std, _IMAGENET_STD)
-    auglist: list[Augmenter] = []
-    if resize > 0:
-        auglist.append(ResizeAug(resize, inter_method))
     crop_size = (data_shape[2], data_shape[1])
     if rand_resize:
-        auglist.append(RandomSizedCropAug(crop_size, 0.08, (3.0 / 4.0, 4.0 / 3.0), inter_method))
-    elif rand_crop:
-        auglist.append(RandomCropAug(crop_size, inter_method))
+        crop: Augmenter = RandomSizedCropAug(crop_size, 0.08, (3 / 4, 4 / 3), inter_method)
     else:
-        auglist.append(CenterCropAug(crop_size, inter_method))
-    if rand_mirror:
-        auglist.append(HorizontalFlipAug(0.5))
-    auglist.append(CastAug())
-    if brightness or contrast or saturation:
-        auglist.append(ColorJitterAug(brightness, contrast, saturation))
-    if hue:
-        auglist.append(HueJitterAug(hue))
-    if pca_noise > 0:
-        auglist.append(LightingAug(pca_noise, _EIGVAL, _EIGVEC))
-    if rand_gray > 0:
-        auglist.append(RandomGrayAug(rand_gray))
-    if mean is not None or std is not None:
-        auglist.append(ColorNormalizeAug(mean, std))
-    return auglist
+        crop = (RandomCropAug if rand_crop else CenterCropAug)(crop_size, inter_method)
+    # MXNet's order, one row per step: (wanted?, how to make it). A step is made only
+    # when it is wanted.
+    steps: list[tuple[bool, Callable[[], Augmenter]]] = [
+        (resize > 0, lambda: ResizeAug(resize, inter_method)),
+        (True, lambda: crop),
+        (bool(rand_mirror), lambda: HorizontalFlipAug(0.5)),
+        (True, CastAug),
+        (bool(brightness or contrast or saturation),
+         lambda: ColorJitterAug(brightness, contrast, saturation)),
+        (bool(hue), lambda: HueJitterAug(hue)),
+        (pca_noise > 0, lambda: LightingAug(pca_noise, _EIGVAL, _EIGVEC)),
+        (rand_gray > 0, lambda: RandomGrayAug(rand_gray)),
+        (mean is not None or std is not None, lambda: ColorNormalizeAug(mean, std)),
+    ]
+    return [make() for wanted, make in steps if wanted]

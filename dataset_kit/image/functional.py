@@ -151,15 +151,13 @@ def imresize(src: Any, w: int, h: int, interp: int = 1, out: Any = None) -> Any:
 
 def scale_down(src_size: Sequence[int], size: Sequence[int]) -> tuple[int, int]:
     """Shrink a crop ``size`` (w, h) to fit ``src_size`` (w, h), keeping its aspect ratio."""
-    w: float
-    h: float
-    w, h = size
-    sw, sh = src_size
-    if sh < h:
-        w, h = float(w * sh) / h, sh
-    if sw < w:
-        w, h = sw, float(h * sw) / w
-    return int(w), int(h)
+    width, height = float(size[0]), float(size[1])
+    src_width, src_height = src_size
+    if height > src_height:  # too tall: fit the height first
+        width, height = width * src_height / height, src_height
+    if width > src_width:  # still too wide: then fit the width
+        width, height = src_width, height * src_width / width
+    return int(width), int(height)
 
 
 def copyMakeBorder(src: Any, top: int, bot: int, left: int, right: int,  # noqa: N802

@@ -56,11 +56,11 @@ class ResizeIter(_OverBatches):
         if self.cur == self.size:
             return False
         try:
-            self.current_batch = self.data_iter.next()
-        except StopIteration:
+            batch = self.data_iter.next()
+        except StopIteration:  # the inner iterator wraps around: an epoch is `size` batches
             self.data_iter.reset()
-            self.current_batch = self.data_iter.next()
-        self.cur += 1
+            batch = self.data_iter.next()
+        self.current_batch, self.cur = batch, self.cur + 1
         return True
 
     @property

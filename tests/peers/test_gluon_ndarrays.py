@@ -74,7 +74,7 @@ def test_an_array_dataset_takes_ndarrays_as_gluon_does():
 
 
 def test_gluon_mnist_gives_ndarray_images_and_int32_labels_when_mxnet_is_in_use(tmp_path):
-    from tests.peers.test_gluon_mnist_example import write_synthetic_mnist
+    from tests.peers.test_gluon_training import write_synthetic_mnist
 
     write_synthetic_mnist(tmp_path / "mnist", counts=(("train", 8), ("t10k", 4)))
     train = MNIST(root=tmp_path / "mnist")

@@ -12,6 +12,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from PIL import Image
 
 if not hasattr(np, "bool"):
@@ -117,13 +119,21 @@ def test_color_normalize_and_borders():
     {"resize": 256, "rand_crop": True, "rand_mirror": True, "mean": True, "std": True},
     {"resize": 64, "rand_crop": True, "rand_resize": True, "brightness": 0.1, "contrast": 0.2,
      "saturation": 0.3, "hue": 0.4, "pca_noise": 0.1, "rand_gray": 0.2, "inter_method": 10,
-     "mean": np.array([1.0, 2.0, 3.0]), "std": np.array([4.0, 5.0, 6.0])}])
+     "mean": np.array([1.0, 2.0, 3.0]), "std": np.array([4.0, 5.0, 6.0])},
+    {"rand_crop": True, "contrast": 0.2, "hue": 0.1, "std": True}])
 def test_create_augmenter_builds_mxnets_list(kwargs):
     def dumped(augs):
         return [a.dumps() if isinstance(a.dumps(), list) else json.loads(a.dumps())
                 for a in augs]
     assert dumped(dk.CreateAugmenter((3, 32, 48), **kwargs)) == \
         dumped(mx.image.CreateAugmenter((3, 32, 48), **kwargs))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.tuples(st.integers(1, 2000), st.integers(1, 2000)),
+       st.tuples(st.integers(0, 3000), st.integers(0, 3000)))
+def test_scale_down_gives_mxnets_size_for_any_sizes(src_size, size):
+    assert dk.scale_down(src_size, size) == mx.image.scale_down(src_size, size)
 
 
 @pytest.fixture

@@ -292,7 +292,7 @@ _NNABLA_READS = """
 
 @pytest.mark.skipif(_nnabla_venv() is None,
                     reason="NNabla's reference build is absent: run "
-                           "../shared/compat/nnabla/run_nnabla_suite.sh once (or set "
+                           "../shared/peer_suites/nnabla/run_nnabla_suite.sh once (or set "
                            "NNSUITE_VENV) to build it")
 def test_nnablas_own_reader_reads_a_cache_we_wrote(tmp_path):
     venv = _nnabla_venv()
