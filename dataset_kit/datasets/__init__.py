@@ -26,6 +26,7 @@ from dataset_kit.datasets.mnist import (
     get_kuzushiji_mnist_labels,
     get_mnist,
 )
+from dataset_kit.datasets.parquet import ParquetDataset
 from dataset_kit.datasets.pickle_dataset import (
     PickleDataset,
     PickleDatasetWriter,
@@ -62,6 +63,7 @@ __all__ = [
     "MultiZippedImageDataset",
     "ZippedImageDataset",
     "CSVArrayDataset",
+    "ParquetDataset",
     "PickleDataset",
     "PickleDatasetWriter",
     "TextDataset",
