@@ -35,6 +35,7 @@ from dataset_kit.datasets.pickle_dataset import (
 )
 from dataset_kit.datasets.ptb import get_ptb_words, get_ptb_words_vocabulary
 from dataset_kit.datasets.record_dataset import ImageRecordDataset, RecordFileDataset
+from dataset_kit.datasets.row_group_sampler import RowGroupOrderSampler
 from dataset_kit.datasets.sub_dataset import (
     SubDataset,
     get_cross_validation_datasets,
@@ -64,6 +65,7 @@ __all__ = [
     "ZippedImageDataset",
     "CSVArrayDataset",
     "ParquetDataset",
+    "RowGroupOrderSampler",
     "PickleDataset",
     "PickleDatasetWriter",
     "TextDataset",
