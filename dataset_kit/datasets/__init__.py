@@ -7,10 +7,12 @@ from dataset_kit.datasets.cifar import (
     get_cifar100,
     get_cifar100_labels,
 )
+from dataset_kit.datasets.columnar import ColumnarDataset
 from dataset_kit.datasets.concatenated_dataset import ConcatenatedDataset
 from dataset_kit.datasets.csv_dataset import CSVArrayDataset
 from dataset_kit.datasets.gluon_dataset import Dataset
 from dataset_kit.datasets.gluon_vision import CIFAR10, CIFAR100, MNIST, FashionMNIST
+from dataset_kit.datasets.hf import ArrowDataset, from_hf
 from dataset_kit.datasets.image_dataset import (
     ImageDataset,
     LabeledImageDataset,
@@ -65,6 +67,8 @@ __all__ = [
     "ZippedImageDataset",
     "CSVArrayDataset",
     "ParquetDataset",
+    "ArrowDataset",
+    "from_hf",
     "RowGroupOrderSampler",
     "PickleDataset",
     "PickleDatasetWriter",
@@ -86,6 +90,7 @@ __all__ = [
     "ArrayDataset",
     "Dataset",
     "SimpleDataset",
+    "ColumnarDataset",
     "ConcatenatedDataset",
     "DictDataset",
     "SubDataset",

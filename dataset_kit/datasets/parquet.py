@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from dataset_kit._checks import non_negative_int
-from dataset_kit.datasets._columnar import ColumnarDataset
+from dataset_kit.datasets.columnar import ColumnarDataset
 from dataset_kit.formats import _arrow
 from dataset_kit.formats.parquet import ParquetFormatError, ParquetPart, list_files
 
