@@ -360,6 +360,8 @@ class ParquetPart:
             return False
         for g in range(self.metadata.num_row_groups):
             group = self.metadata.row_group(g)
+            if not group.num_rows:
+                continue  # a row group of no rows has no statistics, and no null
             for c in range(group.num_columns):
                 chunk = group.column(c)
                 if chunk.path_in_schema.split(".")[0] != column:

@@ -208,6 +208,7 @@ def test_an_empty_file_and_a_file_without_row_groups_hold_no_rows(tmp_path):
     write(tmp_path / "2.parquet", [0, 3, 0])
     ds = ParquetDataset(tmp_path, ["id"])
     assert len(ds) == 3 and [int(r["id"]) for r in ds[0:3]] == [0, 1, 2]
+    assert ds[0]["id"].dtype == np.int64  # an empty row group has no statistics, no null
 
 
 def test_arguments_are_checked(tmp_path):
