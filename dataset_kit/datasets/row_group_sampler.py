@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from dataset_kit import _block_order
 from dataset_kit._checks import non_negative_int, positive_int
-from dataset_kit._example_context import ORDER_STREAM
 from dataset_kit.formats.parquet import check_stamps
 
 
@@ -56,13 +56,8 @@ class RowGroupOrderSampler:
 
     def blocks(self, epoch: int) -> list[np.ndarray]:
         """Return the row groups of each block of epoch ``epoch``, blocks in reading order."""
-        return self._blocks(epoch)[1]
-
-    def _blocks(self, epoch: int) -> tuple[np.random.Generator, list[np.ndarray]]:
-        rng = np.random.default_rng(np.random.SeedSequence([self.seed, ORDER_STREAM, epoch]))
-        groups = rng.permutation(len(self._starts) - 1)
-        return rng, [groups[first:first + self.block_row_groups]
-                     for first in range(0, len(groups), self.block_row_groups)]
+        return _block_order.blocks(self.seed, epoch, len(self._starts) - 1,
+                                   self.block_row_groups)[1]
 
     def epoch_order(self, epoch: int, size: int) -> np.ndarray:
         """Return epoch ``epoch``'s order (a permutation of ``range(size)``).
@@ -73,12 +68,8 @@ class RowGroupOrderSampler:
         if size != self._starts[-1]:
             raise ValueError(f"RowGroupOrderSampler was built for {self._starts[-1]} rows, but "
                              f"the dataset has {size}")
-        rng, blocks = self._blocks(epoch)
-        starts, parts = self._starts, []
-        for block in blocks:
-            rows = np.concatenate([np.arange(starts[g], starts[g + 1]) for g in block])
-            parts.append(rng.permutation(rows))
-        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        return _block_order.epoch_order(self.seed, epoch, self._starts,
+                                        self.block_row_groups)
 
     def state_dict(self) -> dict:
         """Return the seed, the block size and the files' fingerprint."""
