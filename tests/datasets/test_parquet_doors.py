@@ -27,19 +27,20 @@ def _ids(batch) -> list[int]:
     return [int(row["id"]) for row in batch]
 
 
-def test_the_multiprocess_iterator_gives_the_serial_batches_and_resumes(dataset):
+@pytest.mark.parametrize("start_method", ["fork", "spawn"])
+def test_the_multiprocess_iterator_gives_the_serial_batches_and_resumes(dataset, start_method):
     def make(cls, **options):
         return cls(dataset, 4, order_sampler=RowGroupOrderSampler(dataset, 2, seed=3), **options)
 
     serial = make(SerialIterator)
     expected = [_ids(next(serial)) for _ in range(12)]
-    it = make(MultiprocessIterator, n_processes=2)
+    it = make(MultiprocessIterator, n_processes=2, start_method=start_method)
     try:
         got = [_ids(next(it)) for _ in range(5)]
         state = json.loads(json.dumps(it.state_dict()))
     finally:
         it.finalize()
-    resumed = make(MultiprocessIterator, n_processes=2)
+    resumed = make(MultiprocessIterator, n_processes=2, start_method=start_method)
     try:
         resumed.load_state_dict(state)
         got += [_ids(next(resumed)) for _ in range(7)]
