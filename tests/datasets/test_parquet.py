@@ -133,6 +133,15 @@ def test_a_shuffled_batch_reads_each_row_group_once_and_the_cache_is_bounded(tmp
     assert sorted(reads) == list(range(8))
 
 
+def test_reading_many_files_keeps_no_descriptor_open(tmp_path):
+    for k in range(40):
+        write(tmp_path / f"{k:02}.parquet", [2], start=2 * k)
+    before = len(os.listdir("/proc/self/fd"))
+    ds = ParquetDataset(tmp_path, ["id"], cache_bytes=0)
+    assert [int(r["id"]) for r in ds[np.arange(80)]] == list(range(80))
+    assert len(os.listdir("/proc/self/fd")) < before + 5
+
+
 def test_a_small_cache_still_keeps_the_row_group_in_use(tmp_path):
     write(tmp_path / "a.parquet", [10, 10])
     ds = ParquetDataset(tmp_path / "a.parquet", ["id"], cache_bytes=0)
