@@ -235,3 +235,16 @@ def test_arguments_are_checked(tmp_path):
     with pytest.raises(ValueError, match="twice"):
         ParquetDataset(tmp_path, ["id", "id"])
     assert os.path.exists(tmp_path / "a.parquet")
+
+
+def test_lists_of_strings_and_nested_structs_come_as_python_values(tmp_path):
+    nested = pa.struct([("ids", pa.list_(pa.int32())), ("who", pa.string())])
+    pq.write_table(pa.table({
+        "words": pa.array([["a", "b"], [], None], pa.list_(pa.string())),
+        "deep": pa.array([{"ids": [1, 2], "who": "x"}, {"ids": [], "who": None}, None], nested),
+        "pairs": pa.array([[1, 2], [3, 4], [5, 6]], pa.list_(pa.int64()))}), tmp_path / "n.parquet")
+    rows = ParquetDataset(tmp_path / "n.parquet")[0:3]
+    assert [r["words"] for r in rows] == [["a", "b"], [], None]
+    assert [r["deep"] for r in rows] == [{"ids": [1, 2], "who": "x"}, {"ids": [], "who": None},
+                                         None]
+    assert [r["pairs"].tolist() for r in rows] == [[1, 2], [3, 4], [5, 6]]  # one row each
