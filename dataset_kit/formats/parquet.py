@@ -27,6 +27,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from dataset_kit import _fsspec
+from dataset_kit._fsspec import is_local
 from dataset_kit.formats._arrow import require_pyarrow
 
 _SUFFIXES = (".parquet", ".parq", ".pq")
@@ -93,23 +95,13 @@ def check_stamps(mine: list, saved: Any) -> None:
                                    f"when the checkpoint was written")
 
 
-def is_local(source: str) -> bool:
-    """True for a plain path (no ``scheme://``); ``file://`` URLs go through fsspec."""
-    return "://" not in source
-
-
 def filesystem(url: str, storage_options: dict | None) -> tuple[Any, str]:
     """Return ``(fsspec filesystem, path inside it)`` for ``url``.
 
     Raises:
         ImportError: if fsspec (the ``stream`` extra) is not installed.
     """
-    try:
-        import fsspec.core
-    except ImportError:
-        raise ImportError(f"reading {url} needs fsspec: pip install 'dataset_kit[stream]'") \
-            from None
-    return fsspec.core.url_to_fs(url, **(storage_options or {}))
+    return _fsspec.filesystem(url, storage_options, f"reading {url}")
 
 
 def _partitions(relative: str) -> dict[str, str]:
