@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -248,3 +249,11 @@ def test_lists_of_strings_and_nested_structs_come_as_python_values(tmp_path):
     assert [r["deep"] for r in rows] == [{"ids": [1, 2], "who": "x"}, {"ids": [], "who": None},
                                          None]
     assert [r["pairs"].tolist() for r in rows] == [[1, 2], [3, 4], [5, 6]]  # one row each
+
+
+def test_without_pyarrow_the_error_names_the_extra(tmp_path, monkeypatch):
+    write(tmp_path / "a.parquet", [1])
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # as if not installed
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
+    with pytest.raises(ImportError, match=r"dataset_kit\[parquet\]"):
+        ParquetDataset(tmp_path)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import sys
 
 import numpy as np
 import pytest
@@ -67,3 +68,9 @@ def test_bad_arguments_are_named():
         from_hf(hf.Dataset.from_dict(_data()), columns=["nope"])
     with pytest.raises(ValueError, match="split='train' is for a DatasetDict"):
         from_hf(hf.Dataset.from_dict(_data()), "train")
+
+
+def test_without_datasets_the_error_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "datasets", None)  # as if not installed
+    with pytest.raises(ImportError, match=r"dataset_kit\[hf\]"):
+        from_hf({"a": [1]})
