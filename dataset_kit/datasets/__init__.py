@@ -7,10 +7,12 @@ from dataset_kit.datasets.cifar import (
     get_cifar100,
     get_cifar100_labels,
 )
+from dataset_kit.datasets.columnar import ColumnarDataset
 from dataset_kit.datasets.concatenated_dataset import ConcatenatedDataset
 from dataset_kit.datasets.csv_dataset import CSVArrayDataset
 from dataset_kit.datasets.gluon_dataset import Dataset
 from dataset_kit.datasets.gluon_vision import CIFAR10, CIFAR100, MNIST, FashionMNIST
+from dataset_kit.datasets.hf import ArrowDataset, from_hf
 from dataset_kit.datasets.image_dataset import (
     ImageDataset,
     LabeledImageDataset,
@@ -26,6 +28,7 @@ from dataset_kit.datasets.mnist import (
     get_kuzushiji_mnist_labels,
     get_mnist,
 )
+from dataset_kit.datasets.parquet import ParquetDataset
 from dataset_kit.datasets.pickle_dataset import (
     PickleDataset,
     PickleDatasetWriter,
@@ -34,6 +37,7 @@ from dataset_kit.datasets.pickle_dataset import (
 )
 from dataset_kit.datasets.ptb import get_ptb_words, get_ptb_words_vocabulary
 from dataset_kit.datasets.record_dataset import ImageRecordDataset, RecordFileDataset
+from dataset_kit.datasets.row_group_sampler import RowGroupOrderSampler
 from dataset_kit.datasets.sub_dataset import (
     SubDataset,
     get_cross_validation_datasets,
@@ -62,6 +66,10 @@ __all__ = [
     "MultiZippedImageDataset",
     "ZippedImageDataset",
     "CSVArrayDataset",
+    "ParquetDataset",
+    "ArrowDataset",
+    "from_hf",
+    "RowGroupOrderSampler",
     "PickleDataset",
     "PickleDatasetWriter",
     "TextDataset",
@@ -82,6 +90,7 @@ __all__ = [
     "ArrayDataset",
     "Dataset",
     "SimpleDataset",
+    "ColumnarDataset",
     "ConcatenatedDataset",
     "DictDataset",
     "SubDataset",

@@ -1,4 +1,4 @@
-"""``dataset-kit shards write``: convert a dataset, a .lst or WebDataset tars into shards."""
+"""``dataset-kit shards write``: a dataset, a .lst, WebDataset tars or Parquet into shards."""
 
 from __future__ import annotations
 
@@ -15,10 +15,11 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                                  description="Write shards for StreamingDataset.")
     actions = shards.add_subparsers(dest="shards_command", required=True)
     write = actions.add_parser(
-        "write", help="convert a dataset, an im2rec .lst or WebDataset .tar shards",
+        "write", help="convert a dataset, an im2rec .lst, WebDataset .tar shards or Parquet",
         description="Convert SOURCE into shards plus a manifest at OUT (a folder or a URL). "
-                    "SOURCE is module:name (a dataset_kit dataset), a .lst file (with --root) "
-                    "or a folder of WebDataset .tar files.")
+                    "SOURCE is module:name (a dataset_kit dataset), a .lst file (with --root), "
+                    "a folder of WebDataset .tar files, or Parquet: a .parquet file, a glob, "
+                    "a folder of .parquet files or a URL.")
     write.add_argument("source")
     write.add_argument("out")
     write.add_argument("--root", help="folder the .lst image paths are relative to")
@@ -36,6 +37,8 @@ def run(args: argparse.Namespace) -> int:
     if args.source.endswith(".lst"):
         columns, total, samples = convert.from_lst(
             args.source, args.root or os.path.dirname(args.source))
+    elif convert.is_parquet(args.source):
+        columns, total, samples = convert.from_parquet(args.source)
     elif os.path.isdir(args.source):
         columns, total, samples = convert.from_webdataset(args.source)
     else:

@@ -5,10 +5,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-
-def is_local(url: str) -> bool:
-    """True for a plain path (no ``scheme://``); ``file://`` URLs go through fsspec."""
-    return "://" not in url
+from dataset_kit import _fsspec
+from dataset_kit._fsspec import is_local
 
 
 def filesystem(url: str, storage_options: dict | None) -> tuple[Any, str]:
@@ -17,13 +15,7 @@ def filesystem(url: str, storage_options: dict | None) -> tuple[Any, str]:
     Raises:
         ImportError: if fsspec (the ``stream`` extra) is not installed.
     """
-    try:
-        import fsspec.core
-    except ImportError:
-        raise ImportError(f"reading or writing shards at {url} needs fsspec: "
-                          f"pip install 'dataset_kit[stream]'") from None
-    fs, path = fsspec.core.url_to_fs(url, **(storage_options or {}))
-    return fs, path
+    return _fsspec.filesystem(url, storage_options, f"reading or writing shards at {url}")
 
 
 def join(url: str, name: str) -> str:

@@ -69,6 +69,41 @@ def load_dataset(spec: str) -> Any:
     return value() if callable(value) and not hasattr(value, "__getitem__") else value
 
 
+def is_parquet(source: str) -> bool:
+    """Whether ``source`` names Parquet input: a ``.parquet`` file, a glob, a URL, or a
+    folder that holds Parquet files and no ``.tar`` shard."""
+    if "://" in source or any(c in source for c in "*?[") or \
+            source.endswith((".parquet", ".parq", ".pq")):
+        return True
+    if not os.path.isdir(source):
+        return False
+    names = [n for _, _, files in os.walk(source) for n in files]
+    return not any(n.endswith(".tar") for n in names) and \
+        any(n.endswith((".parquet", ".parq", ".pq")) for n in names)
+
+
+def from_parquet(source: str, storage_options: dict | None = None
+                 ) -> tuple[dict, int, Iterator[dict]]:
+    """Parquet files (see :class:`~dataset_kit.datasets.ParquetDataset`): one column per column.
+
+    Rows are read a row group at a time; numbers and strings keep their
+    encodings, arrays (fixed-size and token lists) become ``ndarray``,
+    structs and other lists ``json``.
+    """
+    from dataset_kit.datasets import ParquetDataset
+
+    dataset = ParquetDataset(source, storage_options=storage_options)
+    starts = dataset.row_group_starts.tolist()
+    columns, length, rows = from_dataset(dataset)
+
+    def samples() -> Iterator[dict]:
+        for first, end in zip(starts[:-1], starts[1:]):
+            if end > first:
+                yield from (as_dict(row) for row in dataset[first:end])
+    del rows  # from_dataset's rows go one at a time; these go a row group at a time
+    return columns, length, samples()
+
+
 def from_lst(path: str, root: str) -> tuple[dict, int, Iterator[dict]]:
     """An im2rec ``.lst``: columns ``image`` (encoded bytes, as stored) and ``label`` (floats)."""
     from dataset_kit.recordio.im2rec import read_list

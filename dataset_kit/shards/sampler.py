@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from dataset_kit import _block_order
 from dataset_kit._checks import non_negative_int, positive_int
-from dataset_kit._example_context import ORDER_STREAM
 from dataset_kit.engine import OrderSampler, draw_seed
 from dataset_kit.shards.manifest import Manifest
 
@@ -68,10 +68,7 @@ class ShardOrderSampler(OrderSampler):
                              f"but the dataset has {size}")
         if self._plan is not None:
             self._plan.follow(self)  # the engine plans with this sampler (or this copy)
-        rng, blocks = self._blocks(epoch)
-        return np.concatenate([rng.permutation(np.concatenate(
-            [np.arange(self._starts[s], self._starts[s + 1]) for s in block]))
-            for block in blocks])
+        return _block_order.epoch_order(self.seed, epoch, self._starts, self.block_shards)
 
     def blocks(self, epoch: int) -> list[np.ndarray]:
         """Return the shards of each block of epoch ``epoch``, blocks in reading order.
@@ -80,13 +77,8 @@ class ShardOrderSampler(OrderSampler):
         this is what a reader needs next, at the cost of one shard permutation
         (no sample order).
         """
-        return self._blocks(epoch)[1]
-
-    def _blocks(self, epoch: int) -> tuple[np.random.Generator, list[np.ndarray]]:
-        rng = np.random.default_rng(np.random.SeedSequence([self.seed, ORDER_STREAM, epoch]))
-        shards = rng.permutation(len(self._starts) - 1)
-        return rng, [shards[first:first + self.block_shards]
-                     for first in range(0, len(shards), self.block_shards)]
+        return _block_order.blocks(self.seed, epoch, len(self._starts) - 1,
+                                   self.block_shards)[1]
 
     def shards_of(self, order: np.ndarray) -> np.ndarray:
         """Return the shard number of each index of ``order`` (to plan prefetching)."""

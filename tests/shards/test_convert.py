@@ -66,3 +66,22 @@ def test_webdataset_tars_become_one_column_per_extension(tmp_path):
 def test_a_bad_source_is_an_error_not_a_traceback(tmp_path, capsys):
     assert main(["shards", "write", str(tmp_path / "missing.lst"), str(tmp_path / "o")]) == 1
     assert "missing.lst" in capsys.readouterr().err
+
+
+def test_parquet_files_become_shards_row_for_row(tmp_path, capsys):
+    import pytest
+    pytest.importorskip("pyarrow", reason="Parquet input needs pyarrow (the parquet extra)")
+    from tests.datasets.parquet_files import check_row, write
+
+    (tmp_path / "in").mkdir()
+    write(tmp_path / "in" / "a.parquet", [4, 0, 3])
+    write(tmp_path / "in" / "b.parquet", [5], start=7)
+    assert main(["shards", "write", str(tmp_path / "in"), str(tmp_path / "out"),
+                 "--no-progress"]) == 0
+    summary = capsys.readouterr().out
+    assert "12 samples in" in summary
+    assert "id (int), x (ndarray), tokens (ndarray), name (str), raw (bytes), meta (json)" \
+        in summary
+    ds = StreamingDataset(tmp_path / "out", local=tmp_path / "cache")
+    for i in range(12):
+        check_row(ds[i], i)

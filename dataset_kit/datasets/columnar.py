@@ -1,0 +1,138 @@
+"""ColumnarDataset: random access over a table stored as row groups, with a bounded cache.
+
+The global row ``i`` is found by one binary search over the row groups'
+first rows (``row_group_starts``, from the files' footers); a batch reads
+each row group it needs once, converts its columns to numpy (see
+``formats/_arrow``) and keeps them in a least-recently-used cache bounded in
+bytes, so a shuffled batch never decodes a row group once per row.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from dataset_kit.batch import ExampleBatch
+from dataset_kit.dataset import DatasetMixin
+from dataset_kit.formats import _arrow
+
+
+class ColumnarDataset(DatasetMixin):
+    """Base of the datasets over row groups: the index map, the cache and the batch hook.
+
+    A subclass sets :attr:`columns` (``[(name, kind, dtype)]``, see
+    ``formats/_arrow``), :attr:`row_group_starts` and :attr:`stamps`, and
+    implements :meth:`read_group`.
+
+    ``ds[i]`` is a dict ``{column: value}``. A batch
+    (``ds[index_array]``, the iterators' hook) is an
+    :class:`~dataset_kit.ExampleBatch` of columns when every column is of fixed
+    width (numbers, fixed-size lists), else a list of dicts (so that
+    :func:`~dataset_kit.concat_examples` pads the ragged ones).
+
+    Args:
+        cache_bytes: bytes of decoded row groups kept in memory (at least the
+            row group in use is kept).
+    """
+
+    columns: list[tuple[str, str, np.dtype]]
+    #: Global index of each row group's first row, plus the total at the end.
+    row_group_starts: np.ndarray
+    #: ``[name, size, mtime, etag]`` of every file read (see :class:`FileStamp`).
+    stamps: list[list]
+
+    def __init__(self, cache_bytes: int) -> None:
+        self.cache_bytes = cache_bytes
+        self._cache: OrderedDict[int, tuple[dict[str, np.ndarray], int]] = OrderedDict()
+        self._held = 0
+        self._lock = threading.Lock()
+
+    def read_group(self, group: int) -> Any:
+        """Read global row group ``group`` as an Arrow table of :attr:`columns`."""
+        raise NotImplementedError
+
+    @property
+    def fixed_width(self) -> bool:
+        """Whether every column is of fixed width (batches are then columns)."""
+        return all(kind in (_arrow.FIXED, _arrow.FIXED_LIST) for _, kind, _ in self.columns)
+
+    def __len__(self) -> int:
+        return int(self.row_group_starts[-1])
+
+    @property
+    def row_groups(self) -> int:
+        """The number of row groups (empty ones included)."""
+        return len(self.row_group_starts) - 1
+
+    def locate(self, index: int) -> tuple[int, int]:
+        """Return ``(global row group, row within it)`` of row ``index`` (0 <= index < len)."""
+        group = int(np.searchsorted(self.row_group_starts, index, side="right")) - 1
+        return group, index - int(self.row_group_starts[group])
+
+    def group(self, group: int) -> dict[str, np.ndarray]:
+        """Row group ``group``'s columns as numpy arrays, from the cache or read now."""
+        with self._lock:
+            found = self._cache.get(group)
+            if found is not None:
+                self._cache.move_to_end(group)
+                return found[0]
+        table = self.read_group(group)
+        columns = {name: _arrow.to_numpy(table.column(name), kind, dtype)
+                   for name, kind, dtype in self.columns}
+        size = int(table.nbytes)
+        with self._lock:
+            if group not in self._cache:
+                self._cache[group] = (columns, size)
+                self._held += size
+            while self._held > self.cache_bytes and len(self._cache) > 1:
+                _, (_, freed) = self._cache.popitem(last=False)
+                self._held -= freed
+        return columns
+
+    def cached_bytes(self) -> int:
+        """Bytes of decoded row groups held in the cache now."""
+        return self._held
+
+    def get_example(self, i: int) -> dict:
+        group, row = self.locate(i)
+        columns = self.group(group)
+        return {name: columns[name][row] for name, _, _ in self.columns}
+
+    def get_batch(self, indices: np.ndarray) -> Sequence[Any]:
+        """Return the rows at ``indices``, reading each row group they touch once."""
+        groups = np.searchsorted(self.row_group_starts, indices, side="right") - 1
+        offsets = indices - self.row_group_starts[groups]
+        unique = np.unique(groups)
+        if len(unique) == 1:
+            columns = self.group(int(unique[0]))
+            out = {name: columns[name][offsets] for name, _, _ in self.columns}
+        else:
+            out = {}
+            for g in unique.tolist():
+                where = np.flatnonzero(groups == g)
+                columns = self.group(g)
+                for name, _, dtype in self.columns:
+                    column = columns[name]
+                    if name not in out:
+                        out[name] = np.empty((len(indices),) + column.shape[1:], dtype=dtype)
+                    out[name][where] = column[offsets[where]]
+        if self.fixed_width:
+            return ExampleBatch(out)
+        names = list(out)
+        return [dict(zip(names, row)) for row in zip(*out.values())]
+
+    def fingerprint(self) -> dict:
+        """What a checkpoint records of the data: the row count and every file's stamp."""
+        return {"rows": len(self), "files": [list(s) for s in self.stamps]}
+
+    def __getstate__(self) -> dict:
+        # Workers start with an empty cache (and a lock of their own).
+        return dict(self.__dict__, _cache=OrderedDict(), _held=0, _lock=None)
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
