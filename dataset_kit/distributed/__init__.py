@@ -10,6 +10,8 @@ from dataset_kit.distributed.communicators import (
     DistributedError,
     MpiCommunicator,
     SingleProcessCommunicator,
+    ThreadRankCommunicator,
+    ThreadRanks,
     TorchCommunicator,
     as_communicator,
 )
@@ -22,6 +24,8 @@ __all__ = [
     "MpiCommunicator",
     "ShardedIterator",
     "SingleProcessCommunicator",
+    "ThreadRankCommunicator",
+    "ThreadRanks",
     "TorchCommunicator",
     "as_communicator",
     "scatter_dataset",

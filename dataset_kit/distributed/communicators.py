@@ -16,6 +16,7 @@ unless :func:`~dataset_kit.distributed.scatter_dataset` must ship a dataset.
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Protocol, runtime_checkable
 
 
@@ -57,6 +58,84 @@ class SingleProcessCommunicator:
 
     def __repr__(self) -> str:
         return "SingleProcessCommunicator()"
+
+
+class ThreadRanks:
+    """A group of ``size`` ranks that are threads of this process, for tests.
+
+    Each rank's thread uses its own member, ``group.communicator(rank)``; the
+    collectives meet at a barrier. It lets one process simulate a job of
+    several ranks (:func:`dataset_kit.testing.check_resume` does): every rank
+    runs its loop on a thread of its own.
+
+    Args:
+        size: the number of ranks.
+        timeout: seconds a collective waits for the other ranks before a
+            :class:`DistributedError` (a rank that stopped early or died).
+
+    Raises:
+        ValueError: if ``size`` is not a positive integer or ``timeout`` is
+            not positive.
+    """
+
+    def __init__(self, size: int, timeout: float = 60.0) -> None:
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise ValueError(f"size must be a positive integer, got {size!r}")
+        if not timeout > 0:
+            raise ValueError(f"timeout must be positive, got {timeout!r}")
+        self.size = size
+        self._timeout = timeout
+        self._barrier = threading.Barrier(size)
+        self._slots: list[Any] = [None] * size
+
+    def communicator(self, rank: int) -> ThreadRankCommunicator:
+        """Return the communicator rank ``rank``'s thread uses."""
+        _check_root(rank, self.size)
+        return ThreadRankCommunicator(self, rank)
+
+    def exchange(self, rank: int, obj: Any) -> list:
+        """Put ``obj`` in rank ``rank``'s slot; return every rank's, once all have put theirs."""
+        self._wait()
+        self._slots[rank] = obj
+        self._wait()
+        gathered = list(self._slots)
+        self._wait()  # nobody overwrites a slot before every rank has read them all
+        return gathered
+
+    def _wait(self) -> None:
+        try:
+            self._barrier.wait(self._timeout)
+        except threading.BrokenBarrierError as error:
+            raise DistributedError(
+                f"a rank of this {self.size}-rank thread group did not reach a collective "
+                f"within {self._timeout} s (it stopped early or raised)") from error
+
+    def abort(self) -> None:
+        """Break the barrier: every rank waiting in a collective gets a DistributedError."""
+        self._barrier.abort()
+
+
+class ThreadRankCommunicator:
+    """One rank's view of a :class:`ThreadRanks` group (the communicator protocol)."""
+
+    def __init__(self, group: ThreadRanks, rank: int) -> None:
+        self.group, self.rank, self.size = group, rank, group.size
+
+    def bcast(self, obj: Any, root: int = 0) -> Any:
+        """Return rank ``root``'s ``obj`` on every rank."""
+        _check_root(root, self.size)
+        return self.group.exchange(self.rank, obj)[root]
+
+    def allgather(self, obj: Any) -> list:
+        """Return every rank's ``obj``, in rank order."""
+        return self.group.exchange(self.rank, obj)
+
+    def barrier(self) -> None:
+        """Wait for every rank."""
+        self.group.exchange(self.rank, None)
+
+    def __repr__(self) -> str:
+        return f"ThreadRankCommunicator(rank={self.rank}, size={self.size})"
 
 
 class MpiCommunicator:

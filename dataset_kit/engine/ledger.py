@@ -1,0 +1,143 @@
+"""The ledger: what a run has consumed, as a few integers that a checkpoint carries.
+
+A :class:`Ledger` counts the examples consumed in the current epoch and in
+total, and keeps a 64-bit hash chain of their global ids in the order they
+were consumed, together with the identity of the data (its length and, for
+file-backed datasets, a fingerprint of the files taken when they were
+opened). Two runs that log the same ledger consumed the same ids in the same
+order from the same data.
+
+The chain is a polynomial hash over mixed ids: for ids ``a_0 .. a_{n-1}``,
+``H = sum(mix(a_i) * P**(n-1-i)) mod 2**64`` with ``mix`` the splitmix64
+finaliser, so appending ids is ``H' = H * P**m + H(new ids)``: a chain is
+extended block by block in numpy, and the chain of a concatenation is the
+chain of its parts (:func:`extend_chain`). It detects accidents (another
+order, another seed, a skipped or repeated example), not adversaries.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+__all__ = ["CHAIN_START", "Ledger", "extend_chain"]
+
+_MASK = (1 << 64) - 1
+_BASE = 0x100000001B3  # FNV's 64-bit prime: odd, so multiplication by it is a bijection
+_BLOCK = 1 << 16
+#: The chain of no ids.
+CHAIN_START = 0
+
+
+def _tail_powers() -> np.ndarray:
+    """``_BASE ** (_BLOCK - 1 - i) mod 2**64`` for i in range(_BLOCK), as uint64."""
+    powers = np.empty(_BLOCK, np.uint64)
+    value = 1
+    for i in range(_BLOCK - 1, -1, -1):
+        powers[i] = value
+        value = (value * _BASE) & _MASK
+    return powers
+
+
+_POWERS = _tail_powers()
+_BLOCK_POWER = pow(_BASE, _BLOCK, 1 << 64)
+
+
+def _mix(ids: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser of every id (uint64 arithmetic wraps, as intended)."""
+    z = ids.astype(np.uint64, copy=True)
+    z += np.uint64(0x9E3779B97F4A7C15)
+    z ^= z >> np.uint64(30)
+    z *= np.uint64(0xBF58476D1CE4E5B9)
+    z ^= z >> np.uint64(27)
+    z *= np.uint64(0x94D049BB133111EB)
+    z ^= z >> np.uint64(31)
+    return z
+
+
+def extend_chain(chain: int, ids: Any) -> int:
+    """Return ``chain`` extended by ``ids`` (in order): the chain of (what it hashed) + ids.
+
+    Args:
+        chain: a chain (:data:`CHAIN_START` for none).
+        ids: the global ids consumed next: a 1-D integer array or sequence.
+
+    Raises:
+        TypeError: if ``ids`` is not a 1-D array of integers.
+    """
+    ids = np.asarray(ids)
+    if ids.ndim != 1 or (ids.size and ids.dtype.kind not in "iu"):
+        raise TypeError(f"ids must be a 1-D array of integers, got dtype {ids.dtype} and "
+                        f"shape {ids.shape}")
+    for start in range(0, len(ids), _BLOCK):
+        block = _mix(ids[start:start + _BLOCK])
+        n = len(block)
+        block *= _POWERS[_BLOCK - n:]
+        power = _BLOCK_POWER if n == _BLOCK else pow(_BASE, n, 1 << 64)
+        chain = (chain * power + int(block.sum(dtype=np.uint64))) & _MASK
+    return chain
+
+
+@dataclasses.dataclass(frozen=True)
+class Ledger:
+    """What a run has consumed: counts, a hash chain of the ids, and the data's identity.
+
+    Attributes:
+        epoch: the epoch being consumed.
+        consumed_in_epoch: examples of that epoch consumed so far.
+        consumed_total: examples consumed since the run began, every epoch.
+        chain: the 64-bit hash chain of the global ids consumed, in order.
+        dataset_length: the dataset's length.
+        fingerprint: the identity of the data's files (None where the
+            dataset has no files, or does not say).
+    """
+
+    epoch: int
+    consumed_in_epoch: int
+    consumed_total: int
+    chain: int
+    dataset_length: int
+    fingerprint: str | None = None
+
+    def to_state(self) -> dict:
+        """The JSON-ready form a checkpoint carries (the chain as 16 hex digits)."""
+        return {"epoch": self.epoch, "consumed_in_epoch": self.consumed_in_epoch,
+                "consumed_total": self.consumed_total, "chain": f"{self.chain:016x}",
+                "dataset_length": self.dataset_length, "fingerprint": self.fingerprint}
+
+    @classmethod
+    def from_state(cls, state: Any, where: str = "state['ledger']") -> Ledger:
+        """Read :meth:`to_state`'s form back.
+
+        Raises:
+            ValueError: naming ``where`` and the field, if the form is not a ledger's.
+        """
+        if not isinstance(state, dict):
+            raise ValueError(f"{where} must be a dict, got {type(state).__name__}")
+        counts = {}
+        for key in ("epoch", "consumed_in_epoch", "consumed_total", "dataset_length"):
+            value = state.get(key)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{where}[{key!r}] must be an integer >= 0, got {value!r}")
+            counts[key] = value
+        chain = state.get("chain")
+        try:
+            if not isinstance(chain, str) or len(chain) != 16:
+                raise ValueError
+            chain_value = int(chain, 16)
+        except ValueError:
+            raise ValueError(f"{where}['chain'] must be 16 hex digits, got {chain!r}") from None
+        fingerprint = state.get("fingerprint")
+        if fingerprint is not None and not isinstance(fingerprint, str):
+            raise ValueError(f"{where}['fingerprint'] must be a string or None, got "
+                             f"{fingerprint!r}")
+        return cls(chain=chain_value, fingerprint=fingerprint, **counts)
+
+    def __str__(self) -> str:
+        """One line to log beside the model's step."""
+        return (f"epoch {self.epoch}: {self.consumed_in_epoch} consumed "
+                f"({self.consumed_total} in all), chain {self.chain:016x}, "
+                f"data {self.dataset_length} examples"
+                + (f", files {self.fingerprint}" if self.fingerprint else ""))
