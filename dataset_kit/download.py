@@ -44,6 +44,7 @@ __all__ = [
 ROOT_ENV = "DATASET_KIT_DATASET_ROOT"
 OFFLINE_ENV = "DATASET_KIT_OFFLINE"
 T = TypeVar("T")
+C = TypeVar("C")
 
 _root_override: str | None = None
 
@@ -278,24 +279,27 @@ def _transfer(url: str, local: str | None, temp: str, timeout: float, retries: i
         os.fsync(out.fileno())
 
 
-def cache_or_load_file(path: str | os.PathLike, creator: Callable[[str], Any],
-                       loader: Callable[[str], T]) -> T:
-    """Return ``loader(path)``, first creating ``path`` with ``creator`` if missing.
+def cache_or_load_file(path: str | os.PathLike, creator: Callable[[str], C],
+                       loader: Callable[[str], T]) -> C | T:
+    """Create ``path`` with ``creator`` and return its value, or return ``loader(path)``.
 
-    ``creator(temp_path)`` writes a file under a temporary directory beside
-    ``path`` (same basename, so savers that add extensions behave); the file is
-    then fsynced and moved into place atomically under the lock of ``path``.
-    When processes race, one creator runs and the others wait and load its
-    file. Every caller returns
-    the content of the file that ended up at ``path``.
+    As in Chainer (its code and its documentation): the call that creates
+    the file returns what ``creator`` returned; every call that finds the
+    file returns what ``loader`` returns. ``creator(temp_path)`` writes a
+    file under a temporary directory beside ``path`` (same basename, so
+    savers that add extensions behave); the file is then fsynced and moved
+    into place atomically under the lock of ``path``. When processes race,
+    one creator runs and the others wait and load its file.
 
     Args:
         path: the cached file.
-        creator: writes the file at the path it is given.
+        creator: writes the file at the path it is given and returns its
+            content (what a loader would return).
         loader: reads the file at the path it is given.
 
     Returns:
-        Whatever ``loader`` returns.
+        What ``creator`` returned if this call created the file, else what
+        ``loader`` returned.
 
     Raises:
         TypeError: if ``creator`` or ``loader`` is not callable.
@@ -314,10 +318,11 @@ def cache_or_load_file(path: str | os.PathLike, creator: Callable[[str], Any],
         if not os.path.exists(path):
             _files.remove_stale_parts(path)
             with _files.atomic_write(path) as temp:
-                creator(temp)
+                content = creator(temp)
                 if not os.path.isfile(temp):
                     raise FileNotFoundError(
                         f"creator {creator!r} returned without writing {temp} (for {path})")
+            return content
     return loader(path)
 
 

@@ -285,6 +285,7 @@ def test_cache_or_load_file_creates_once_then_loads(tmp_path, dataset_root):
     def creator(path):
         calls.append(path)
         np.savez(path, a=np.arange(3))
+        return [0, 1, 2]
 
     target = tmp_path / "cache" / "arrays.npz"
     first = cache_or_load_file(target, creator, lambda p: np.load(p)["a"].tolist())
@@ -292,6 +293,20 @@ def test_cache_or_load_file_creates_once_then_loads(tmp_path, dataset_root):
     assert first == second == [0, 1, 2]
     assert len(calls) == 1 and os.path.basename(calls[0]) == "arrays.npz"
     assert sorted(os.listdir(target.parent)) == ["arrays.npz"]
+
+
+def test_the_call_that_creates_returns_the_creators_value_as_chainer_does(tmp_path,
+                                                                          dataset_root):
+    # Chainer's cache_or_load_file returns "the returned values by the creator or the
+    # loader": a creator's value can differ from what loading gives (a dict against an
+    # NpzFile, a list against a tuple), and code written for Chainer sees the creator's.
+    def creator(path):
+        np.savez(path, a=np.arange(3))
+        return "made"
+
+    target = tmp_path / "cache" / "arrays.npz"
+    assert cache_or_load_file(target, creator, lambda p: "loaded") == "made"
+    assert cache_or_load_file(target, creator, lambda p: "loaded") == "loaded"
 
 
 def test_cache_or_load_file_leaves_nothing_when_the_creator_raises(tmp_path, dataset_root):
@@ -328,6 +343,7 @@ def _race_creator(target, root, log, barrier, results):
         time.sleep(0.3)
         with open(path, "w") as f:
             f.write(str(os.getpid()))
+        return str(os.getpid())
 
     barrier.wait()
     results.put(cache_or_load_file(target, creator, lambda p: open(p).read()))
