@@ -42,6 +42,8 @@ __all__ = [
 ]
 
 ROOT_ENV = "DATASET_KIT_DATASET_ROOT"
+# Chainer's variable, read after ours so that a Chainer user's existing cache is found.
+CHAINER_ROOT_ENV = "CHAINER_DATASET_ROOT"
 OFFLINE_ENV = "DATASET_KIT_OFFLINE"
 T = TypeVar("T")
 C = TypeVar("C")
@@ -61,7 +63,8 @@ def get_dataset_root() -> str:
     """Return the dataset root directory.
 
     In order: the path given to :func:`set_dataset_root`, the environment
-    variable ``DATASET_KIT_DATASET_ROOT``, ``$XDG_CACHE_HOME/dataset_kit``,
+    variable ``DATASET_KIT_DATASET_ROOT``, Chainer's ``CHAINER_DATASET_ROOT``
+    (so a Chainer user's existing cache is found), ``$XDG_CACHE_HOME/dataset_kit``,
     ``~/.cache/dataset_kit``. Read at each call, never cached at import.
 
     Returns:
@@ -69,7 +72,7 @@ def get_dataset_root() -> str:
     """
     if _root_override is not None:
         return _root_override
-    root = os.environ.get(ROOT_ENV)
+    root = os.environ.get(ROOT_ENV) or os.environ.get(CHAINER_ROOT_ENV)
     if not root:
         cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         root = os.path.join(cache, "dataset_kit")

@@ -44,6 +44,7 @@ def leftovers(root):
 
 def test_root_follows_setter_then_env_then_xdg(tmp_path, monkeypatch):
     monkeypatch.delenv("DATASET_KIT_DATASET_ROOT", raising=False)
+    monkeypatch.delenv("CHAINER_DATASET_ROOT", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     set_dataset_root(None)
     assert get_dataset_root() == str(tmp_path / "xdg" / "dataset_kit")
@@ -57,6 +58,43 @@ def test_root_follows_setter_then_env_then_xdg(tmp_path, monkeypatch):
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.delenv("DATASET_KIT_DATASET_ROOT")
     assert get_dataset_root() == os.path.expanduser("~/.cache/dataset_kit")
+
+
+def test_chainers_root_variable_is_read_after_ours(tmp_path, monkeypatch):
+    monkeypatch.delenv("DATASET_KIT_DATASET_ROOT", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("CHAINER_DATASET_ROOT", str(tmp_path / "chainer"))
+    set_dataset_root(None)
+    assert get_dataset_root() == str(tmp_path / "chainer")
+    monkeypatch.setenv("DATASET_KIT_DATASET_ROOT", str(tmp_path / "ours"))
+    assert get_dataset_root() == str(tmp_path / "ours")
+    set_dataset_root(tmp_path / "set")
+    try:
+        assert get_dataset_root() == str(tmp_path / "set")
+    finally:
+        set_dataset_root(None)
+
+
+def test_a_chainer_cache_is_found_through_chainers_variable(tmp_path, monkeypatch):
+    # Chainer's get_mnist keeps <root>/pfnet/chainer/mnist/train.npz (x, y); ours
+    # uses the same path and keys, so the file is loaded, not made again.
+    from dataset_kit.datasets import get_mnist
+
+    chainer_root = tmp_path / "chainer-root"
+    directory = chainer_root / "pfnet" / "chainer" / "mnist"
+    directory.mkdir(parents=True)
+    x = np.arange(3 * 784, dtype=np.uint8).reshape(3, 784)
+    y = np.array([7, 1, 4], dtype=np.uint8)
+    for split in ("train", "test"):
+        np.savez_compressed(directory / f"{split}.npz", x=x, y=y)
+    monkeypatch.delenv("DATASET_KIT_DATASET_ROOT", raising=False)
+    monkeypatch.setenv("CHAINER_DATASET_ROOT", str(chainer_root))
+    monkeypatch.setenv("DATASET_KIT_OFFLINE", "1")  # nothing may be fetched
+    set_dataset_root(None)
+    train, test = get_mnist(scale=255.0)
+    assert len(train) == len(test) == 3
+    np.testing.assert_array_equal(train[1][0], x[1].astype(np.float32))
+    assert train[2][1] == 4
 
 
 def test_set_dataset_root_validates(tmp_path):
