@@ -179,7 +179,10 @@ def cached_download(
     it (``<file>.sha256-stamp``) records the verified hash with the file's
     size, inode and times, so while the file is unchanged the check costs one
     ``stat``; a file that changed is hashed again, and one whose hash differs
-    is downloaded again (or, offline, is an :class:`OfflineError`).
+    is downloaded again (or, offline, is an :class:`OfflineError`). A
+    read-only root (one filled beforehand and shared by a cluster) works:
+    where no stamp can be written, the file is verified by hashing it at
+    every call, and served.
 
     Args:
         url: an http(s) URL, a ``file://`` URL or a local path (copied in).
@@ -197,7 +200,8 @@ def cached_download(
     Raises:
         ValueError: for a malformed argument (naming it and its value).
         HashMismatchError: if the file's sha256 differs from ``sha256``; nothing
-            is cached then.
+            is cached then. Also if a cached file's sha256 differs and the
+            file cannot be removed (a read-only root).
         OfflineError: if ``DATASET_KIT_OFFLINE`` is set and the file is not
             cached, or is cached with another sha256 than ``sha256``.
         DownloadError: if the server answers 4xx (but 429) or retries run out.
@@ -231,7 +235,12 @@ def cached_download(
                 raise OfflineError(
                     f"the cached {path} (from {url}) has sha256 {digest}, expected {expected}, "
                     f"and {OFFLINE_ENV} is set, so it cannot be downloaded again")
-            os.unlink(path)  # corrupt or replaced: download it again
+            try:
+                os.unlink(path)  # corrupt or replaced: download it again
+            except OSError as error:  # a read-only root: it cannot be replaced here
+                raise HashMismatchError(
+                    f"the cached {path} (from {url}) has sha256 {digest}, expected "
+                    f"{expected}, and it cannot be replaced: {error}") from error
             _hash_stamp.remove(path)
         if _offline():
             raise OfflineError(

@@ -1,8 +1,12 @@
+import contextlib
+import errno
 import hashlib
 import multiprocessing
 import os
+import shutil
 import signal
 import stat
+import subprocess
 import time
 
 import numpy as np
@@ -470,3 +474,120 @@ def test_offline_a_cached_file_with_the_wrong_hash_is_an_error(http_server, data
 def test_a_directory_as_a_local_source_is_named(tmp_path, dataset_root):
     with pytest.raises(IsADirectoryError, match="is a directory"):
         cached_download(str(tmp_path))
+
+
+# -- a read-only dataset root ---------------------------------------------------------
+
+@contextlib.contextmanager
+def made_read_only(directory, monkeypatch):
+    """Make ``directory`` (already filled) refuse writes for the block, as a shared root does.
+
+    As root with mount rights: ``directory`` is a tmpfs remounted read-only, so
+    every write is EROFS from the kernel. As another user: the directory and
+    its subdirectories lose their write bits, so writes are EACCES. As root
+    without mount rights (chmod does not stop root), ``os.mkdir``, ``os.open``
+    for writing, ``os.unlink``, ``os.rename`` and ``os.replace`` under
+    ``directory`` raise EROFS: that simulates the kernel's answer at the calls
+    through which every change to a directory starts.
+    """
+    directory = str(directory)
+    if os.path.ismount(directory) and _remount(directory, "ro"):
+        try:
+            yield "a tmpfs remounted read-only"
+        finally:
+            _remount(directory, "rw")
+        return
+    if os.geteuid() != 0:
+        modes = {}
+        for here, _, _ in os.walk(directory):
+            modes[here] = stat.S_IMODE(os.stat(here).st_mode)
+            os.chmod(here, 0o555)
+        try:
+            yield "directories without write permission"
+        finally:
+            for here, mode in modes.items():
+                os.chmod(here, mode)
+        return
+
+    def inside(path):
+        return os.path.abspath(os.fsdecode(path)).startswith(directory + os.sep)
+
+    real_mkdir, real_open = os.mkdir, os.open
+
+    def mkdir(path, *args, **kwargs):
+        if inside(path):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), path)
+        return real_mkdir(path, *args, **kwargs)
+
+    def open_(path, flags, *args, **kwargs):
+        if inside(path) and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), path)
+        return real_open(path, flags, *args, **kwargs)
+
+    def refusing(real):
+        def call(path, *args, **kwargs):
+            if inside(path) or any(inside(a) for a in args if isinstance(a, (str, bytes))):
+                raise OSError(errno.EROFS, os.strerror(errno.EROFS), path)
+            return real(path, *args, **kwargs)
+        return call
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "mkdir", mkdir)
+        patch.setattr(os, "open", open_)
+        for name in ("unlink", "rename", "replace"):
+            patch.setattr(os, name, refusing(getattr(os, name)))
+        yield "os.mkdir, os.open, os.unlink, os.rename and os.replace raising EROFS"
+
+
+def _remount(directory, mode):
+    """Switch the file system mounted at ``directory`` to ``mode``; False if refused."""
+    return subprocess.run(["mount", "-o", f"remount,{mode}", directory],
+                          capture_output=True).returncode == 0
+
+
+@pytest.fixture
+def mountable_root(tmp_path, monkeypatch):
+    """A dataset root on its own tmpfs when this user may mount one, else a plain directory."""
+    root = tmp_path / "shared-root"
+    root.mkdir()
+    mounted = os.geteuid() == 0 and shutil.which("mount") is not None and subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(root)],
+        capture_output=True).returncode == 0
+    monkeypatch.setenv("DATASET_KIT_DATASET_ROOT", str(root))
+    monkeypatch.delenv("DATASET_KIT_OFFLINE", raising=False)
+    set_dataset_root(None)
+    try:
+        yield root
+    finally:
+        set_dataset_root(None)
+        if mounted:
+            subprocess.run(["umount", "-l", str(root)], capture_output=True)
+
+
+def test_a_verified_file_on_a_read_only_root_is_served_without_a_stamp(
+        http_server, mountable_root, monkeypatch):
+    route = Route(BODY)
+    url = http_server.add("/shared.bin", route)
+    path = cached_download(url, sha256=route.sha256)  # an administrator fills the root
+    # Copied in without its stamp (as rsync of the files alone would): it must be hashed.
+    os.unlink(path + ".sha256-stamp")
+    with made_read_only(mountable_root, monkeypatch):
+        for _ in range(2):  # no stamp is left behind, so every call verifies again
+            assert cached_download(url, sha256=route.sha256) == path
+        assert cached_download(url, sha256=route.sha256, verify=True) == path
+        assert cached_download(url) == path
+    assert read(path) == BODY and route.gets == 1
+    assert leftovers(mountable_root) == [os.path.basename(path)]
+
+
+def test_a_corrupt_file_on_a_read_only_root_is_named_not_replaced(
+        http_server, mountable_root, monkeypatch):
+    route = Route(BODY)
+    url = http_server.add("/corrupt.bin", route)
+    path = cached_download(url, sha256=route.sha256)
+    os.unlink(path + ".sha256-stamp")
+    corrupt_in_place(path)
+    with made_read_only(mountable_root, monkeypatch), \
+            pytest.raises(HashMismatchError, match=f"{path}.*cannot be replaced"):
+        cached_download(url, sha256=route.sha256)
+    assert route.gets == 1
