@@ -34,7 +34,9 @@ __all__ = [
     "UnsafeArchiveError",
     "cache_or_load_file",
     "cached_download",
+    "cached_download_path",
     "cached_extract",
+    "download_file",
     "extract_archive",
     "get_dataset_directory",
     "get_dataset_root",
@@ -124,7 +126,38 @@ def get_dataset_directory(dataset_name: str, create_directory: bool = True) -> s
     return path
 
 
+def cached_download_path(url: str) -> str:
+    """Return the path at which :func:`cached_download` keeps the file of ``url``.
+
+    The path is ``<root>/downloads/<first 16 hex digits of the sha256 of the
+    URL>-<the URL's basename>`` (the basename with characters other than
+    letters, digits, ``.``, ``_`` and ``-`` replaced by ``_``, at most its last
+    64 characters, without leading dots; ``download`` if nothing is left). The
+    URL is hashed as :func:`cached_download` sees it: a local path or a
+    ``file://`` URL becomes the ``file://`` URL of its absolute path. The
+    file need not exist; nothing is created.
+
+    To fill the cache on a machine that cannot reach ``url`` (an offline
+    cluster), copy the file to this path (beside it a temporary name, then
+    ``mv``, so that readers never see half a file); ``cached_download(url)``,
+    with ``DATASET_KIT_OFFLINE=1`` or without, then serves it.
+
+    Args:
+        url: an http(s) URL, a ``file://`` URL or a local path.
+
+    Returns:
+        The absolute path under the current dataset root.
+
+    Raises:
+        ValueError: if ``url`` is not a non-empty string, or has another scheme.
+    """
+    if not isinstance(url, str) or not url:
+        raise ValueError(f"url must be a non-empty string, got {url!r}")
+    return _cache_path(_normalize_url(url)[0])
+
+
 def _cache_path(url: str) -> str:
+    """The cache path of an already normalized URL (see :func:`cached_download_path`)."""
     name = os.path.basename(urllib.parse.urlsplit(url).path) or "download"
     name = re.sub(r"[^A-Za-z0-9._-]", "_", name)[-64:].lstrip(".") or "download"
     digest = hashlib.sha256(url.encode()).hexdigest()[:16]
@@ -169,9 +202,10 @@ def cached_download(
 ) -> str:
     """Download ``url`` into the cache once, and return the cached file's path.
 
-    The cached file is ``<root>/downloads/<hash of url>-<basename>``, the same
-    in every process. A per-file lock makes concurrent callers for one URL
-    cause one transfer; callers for other URLs do not wait. The body goes into
+    The cached file is ``<root>/downloads/<hash of url>-<basename>``
+    (:func:`cached_download_path` gives it), the same in every process. A
+    per-file lock makes concurrent callers for one URL cause one transfer;
+    callers for other URLs do not wait. The body goes into
     a process-unique temporary file in the same directory, is fsynced and
     verified, then moved into place with ``os.replace``.
 
@@ -208,12 +242,8 @@ def cached_download(
         FileNotFoundError: if a local source does not exist.
         IsADirectoryError: if a local source is a directory.
     """
-    if not isinstance(url, str) or not url:
-        raise ValueError(f"url must be a non-empty string, got {url!r}")
     expected = _check_hash(sha256, "sha256", sha256)
-    if not (isinstance(timeout, (int, float)) and timeout > 0):
-        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
-    retries = non_negative_int("retries", retries)
+    retries = _check_transfer_options(url, timeout, retries)
     if verify and expected is None:
         raise ValueError("verify=True needs sha256= to verify against")
     url, local = _normalize_url(url)
@@ -245,17 +275,89 @@ def cached_download(
         if _offline():
             raise OfflineError(
                 f"{OFFLINE_ENV} is set and {url} is not in the cache (expected at {path})")
-        _files.remove_stale_parts(path)
-        with _files.atomic_write(path) as temp:
-            _transfer(url, local, temp, timeout, retries, progress)
-            digest = None if expected is None else _files.sha256_of(temp)
-            if digest != expected:
-                raise HashMismatchError(
-                    f"sha256 of {url} is {digest}, expected {expected}; the file was discarded"
-                )
+        _publish(url, local, path, expected, timeout, retries, progress)
         if expected is not None:  # verified in its temporary file, moved under our lock
             _hash_stamp.write(path, expected, os.stat(path))
     return path
+
+
+def download_file(url: str, path: str | os.PathLike, *, overwrite: bool = False,
+                  timeout: float = 30.0, retries: int = 4,
+                  progress: bool | None = None) -> str:
+    """Download ``url`` to a file of the caller's choosing, with the cache's guarantees.
+
+    As :func:`cached_download` (one lock per target, a process-unique
+    temporary file fsynced and moved into place, retries and resumption),
+    but the file is ``path`` rather than the cache's own, and with
+    ``overwrite`` an existing file is downloaded again. Without
+    ``overwrite`` an existing ``path`` is returned as it is, unchecked.
+
+    Args:
+        url: an http(s) URL, a ``file://`` URL or a local path (copied in).
+        path: the file to write; its directory is created if needed.
+        overwrite: download again even if ``path`` exists.
+        timeout: socket timeout in seconds for each connection attempt.
+        retries: extra attempts for connection errors, timeouts, 5xx and 429.
+        progress: show a tqdm bar on stderr; None shows it when stderr is a tty.
+
+    Returns:
+        The absolute path of the file.
+
+    Raises:
+        ValueError: for a malformed argument (naming it and its value).
+        TypeError: if ``path`` is not a path.
+        IsADirectoryError: if ``path`` or a local source is a directory.
+        OfflineError: if ``DATASET_KIT_OFFLINE`` is set and the file must be
+            downloaded.
+        DownloadError: if the server answers 4xx (but 429) or retries run out.
+        FileNotFoundError: if a local source does not exist.
+    """
+    retries = _check_transfer_options(url, timeout, retries)
+    if not isinstance(path, (str, os.PathLike)) or not os.fspath(path):
+        raise TypeError(f"path must be a non-empty str or os.PathLike, got {path!r}")
+    if not isinstance(overwrite, bool):
+        raise ValueError(f"overwrite must be True or False, got {overwrite!r}")
+    url, local = _normalize_url(url)
+    target = os.path.abspath(os.path.expanduser(os.fspath(path)))
+    if os.path.isdir(target):
+        raise IsADirectoryError(f"path {target} (to download {url} to) is a directory")
+    if os.path.exists(target) and not overwrite:
+        return target
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    with _files.lock_for(target):
+        # Another process may have written it while we waited: that is a fresh copy too.
+        if os.path.exists(target) and not overwrite:
+            return target
+        if _offline():
+            raise OfflineError(f"{OFFLINE_ENV} is set, so {url} cannot be downloaded to {target}")
+        _publish(url, local, target, None, timeout, retries, progress)
+        _hash_stamp.remove(target)  # a stamp for the file replaced would vouch for nothing
+    return target
+
+
+def _check_transfer_options(url: Any, timeout: Any, retries: Any) -> int:
+    """Check the arguments every download takes; return ``retries`` as an int."""
+    if not isinstance(url, str) or not url:
+        raise ValueError(f"url must be a non-empty string, got {url!r}")
+    if not (isinstance(timeout, (int, float)) and timeout > 0):
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    return non_negative_int("retries", retries)
+
+
+def _publish(url: str, local: str | None, path: str, expected: str | None, timeout: float,
+             retries: int, progress: bool | None) -> None:
+    """Transfer ``url`` into a temporary file, check its sha256, move it to ``path``.
+
+    The caller holds the lock of ``path``.
+    """
+    _files.remove_stale_parts(path)
+    with _files.atomic_write(path) as temp:
+        _transfer(url, local, temp, timeout, retries, progress)
+        digest = None if expected is None else _files.sha256_of(temp)
+        if digest != expected:
+            raise HashMismatchError(
+                f"sha256 of {url} is {digest}, expected {expected}; the file was discarded"
+            )
 
 
 def _transfer(url: str, local: str | None, temp: str, timeout: float, retries: int,

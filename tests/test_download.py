@@ -20,6 +20,8 @@ from dataset_kit import (
     _http,
     cache_or_load_file,
     cached_download,
+    cached_download_path,
+    download_file,
     get_dataset_directory,
     get_dataset_root,
     set_dataset_root,
@@ -591,3 +593,48 @@ def test_a_corrupt_file_on_a_read_only_root_is_named_not_replaced(
             pytest.raises(HashMismatchError, match=f"{path}.*cannot be replaced"):
         cached_download(url, sha256=route.sha256)
     assert route.gets == 1
+
+
+# -- the cache path of a URL, and downloads to a path of one's own ----------------------
+
+def test_cached_download_path_is_where_cached_download_puts_the_file(
+        http_server, dataset_root, tmp_path):
+    url = http_server.add("/dir/some-file.tar.gz", Route(b"x"))
+    expected = cached_download_path(url)
+    assert os.path.dirname(expected) == str(dataset_root / "downloads")
+    assert not os.path.exists(expected) and cached_download(url) == expected
+    local = tmp_path / "local.bin"
+    local.write_bytes(b"local")
+    assert cached_download_path(str(local)) == cached_download_path(local.as_uri()) \
+        == cached_download(str(local))
+    set_dataset_root(tmp_path / "other")
+    try:
+        assert cached_download_path(url) == str(
+            tmp_path / "other" / "downloads" / os.path.basename(expected))
+    finally:
+        set_dataset_root(None)
+    for bad in ("", None, "ftp://host/file"):
+        with pytest.raises(ValueError, match="url"):
+            cached_download_path(bad)
+
+
+def test_download_file_writes_its_target_and_replaces_it_only_when_asked(
+        http_server, dataset_root, tmp_path):
+    route = Route(BODY)
+    url = http_server.add("/model.bin", route)
+    target = tmp_path / "a" / "b" / "model.bin"
+    assert download_file(url, target, progress=False) == str(target)
+    assert read(target) == BODY
+    target.write_bytes(b"old")
+    assert read(download_file(url, str(target))) == b"old" and route.gets == 1
+    assert read(download_file(url, target, overwrite=True)) == BODY and route.gets == 2
+    assert sorted(os.listdir(target.parent)) == ["model.bin"]
+    with pytest.raises(IsADirectoryError, match=str(tmp_path)):
+        download_file(url, tmp_path)
+    with pytest.raises(TypeError, match="path"):
+        download_file(url, None)
+    with pytest.raises(ValueError, match="overwrite"):
+        download_file(url, target, overwrite="yes")
+    with pytest.raises(ValueError, match="timeout"):
+        download_file(url, target, timeout=0)
+    assert not os.path.exists(dataset_root / "downloads")  # the cache is not involved
