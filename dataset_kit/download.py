@@ -218,6 +218,11 @@ def cached_download(
     where no stamp can be written, the file is verified by hashing it at
     every call, and served.
 
+    A file that Chainer's ``cached_download`` left under the same root
+    (``<root>/_dl_cache/<md5 of url>``, e.g. through ``CHAINER_DATASET_ROOT``)
+    is copied into the cache instead of downloaded, also offline, if it
+    has the ``sha256`` asked for.
+
     Args:
         url: an http(s) URL, a ``file://`` URL or a local path (copied in).
         sha256: the expected hex digest; checked after the download and on
@@ -272,10 +277,11 @@ def cached_download(
                     f"the cached {path} (from {url}) has sha256 {digest}, expected "
                     f"{expected}, and it cannot be replaced: {error}") from error
             _hash_stamp.remove(path)
-        if _offline():
-            raise OfflineError(
-                f"{OFFLINE_ENV} is set and {url} is not in the cache (expected at {path})")
-        _publish(url, local, path, expected, timeout, retries, progress)
+        if not _adopted_from_chainer(url, path, expected):
+            if _offline():
+                raise OfflineError(
+                    f"{OFFLINE_ENV} is set and {url} is not in the cache (expected at {path})")
+            _publish(url, local, path, expected, timeout, retries, progress)
         if expected is not None:  # verified in its temporary file, moved under our lock
             _hash_stamp.write(path, expected, os.stat(path))
     return path
@@ -333,6 +339,31 @@ def download_file(url: str, path: str | os.PathLike, *, overwrite: bool = False,
         _publish(url, local, target, None, timeout, retries, progress)
         _hash_stamp.remove(target)  # a stamp for the file replaced would vouch for nothing
     return target
+
+
+def _chainer_download_path(url: str) -> str:
+    """Where Chainer's ``cached_download`` kept ``url`` under this root: ``_dl_cache/<md5>``."""
+    digest = hashlib.md5(url.encode("utf-8"), usedforsecurity=False).hexdigest()
+    return os.path.join(get_dataset_root(), "_dl_cache", digest)
+
+
+def _adopted_from_chainer(url: str, path: str, expected: str | None) -> bool:
+    """Copy Chainer's cached download of ``url`` to ``path`` if it has one that verifies.
+
+    Chainer moved a download into ``_dl_cache`` only once complete, so the
+    file is whole; with ``expected`` it must also have that sha256, else it is
+    left alone and ``url`` is downloaded. The caller holds the lock of ``path``.
+    """
+    if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
+        return False
+    chainers = _chainer_download_path(url)
+    if not os.path.isfile(chainers):
+        return False
+    try:
+        _publish(url, chainers, path, expected, 1.0, 0, False)
+    except HashMismatchError:
+        return False
+    return True
 
 
 def _check_transfer_options(url: Any, timeout: Any, retries: Any) -> int:

@@ -103,6 +103,36 @@ def test_a_chainer_cache_is_found_through_chainers_variable(tmp_path, monkeypatc
     assert train[2][1] == 4
 
 
+def _as_chainer_left_it(root, url, body):
+    """Put ``body`` where Chainer's cached_download keeps ``url``: <root>/_dl_cache/<md5>."""
+    path = root / "_dl_cache" / hashlib.md5(url.encode("utf-8")).hexdigest()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(body)
+    return path
+
+
+def test_a_download_chainer_cached_is_copied_in_not_requested(http_server, dataset_root,
+                                                              monkeypatch):
+    route = Route(BODY)
+    url = http_server.add("/chainer.bin", route)
+    chainers = _as_chainer_left_it(dataset_root, url, BODY)
+    monkeypatch.setenv("DATASET_KIT_OFFLINE", "1")  # no request needed, none made
+    path = cached_download(url, sha256=route.sha256)
+    assert path == cached_download_path(url) and read(path) == BODY
+    assert route.gets == 0 and read(chainers) == BODY  # Chainer's copy stays for Chainer
+
+
+def test_a_chainer_download_with_another_hash_is_not_used(http_server, dataset_root):
+    route = Route(BODY)
+    url = http_server.add("/stale.bin", route)
+    _as_chainer_left_it(dataset_root, url, b"an older release")
+    assert read(cached_download(url, sha256=route.sha256)) == BODY
+    assert route.gets == 1
+    other = http_server.add("/unpinned.bin", Route(b"new"))
+    _as_chainer_left_it(dataset_root, other, b"as chainer had it")
+    assert read(cached_download(other)) == b"as chainer had it"  # nothing to check it against
+
+
 def test_set_dataset_root_validates(tmp_path):
     with pytest.raises(TypeError, match="path must be"):
         set_dataset_root(3)
