@@ -49,20 +49,31 @@ def vouches(path: str, sha256: str) -> bool:
     return isinstance(stamped_at, int) and stamped_at - st.st_mtime_ns >= RACY_NS
 
 
-def write(path: str, sha256: str, hashed: os.stat_result) -> None:
+def write(path: str, sha256: str, hashed: os.stat_result) -> bool:
     """Record that ``path`` has ``sha256``, unless it changed since it was hashed.
+
+    A stamp only saves work, so a directory where it cannot be written (a
+    read-only dataset root shared by a cluster, a full disk) is not an error:
+    the file stays verified, and it is hashed again at its next use.
 
     Args:
         path: the file.
         sha256: its hex digest.
         hashed: ``os.stat(path)`` taken before the file was hashed.
+
+    Returns:
+        Whether a stamp now vouches for the file.
     """
     identity = _identity(os.stat(path))
     if identity != _identity(hashed):  # changed while being hashed: vouch for nothing
-        return
+        return False
     stamp = {"sha256": sha256, "file": identity, "stamped_at_ns": time.time_ns()}
-    with _files.atomic_write(path + SUFFIX) as temp, open(temp, "w") as f:
-        json.dump(stamp, f)
+    try:
+        with _files.atomic_write(path + SUFFIX) as temp, open(temp, "w") as f:
+            json.dump(stamp, f)
+    except OSError:  # EROFS, EACCES, ENOSPC ...: go on without a stamp
+        return False
+    return True
 
 
 def remove(path: str) -> None:

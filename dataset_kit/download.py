@@ -34,7 +34,9 @@ __all__ = [
     "UnsafeArchiveError",
     "cache_or_load_file",
     "cached_download",
+    "cached_download_path",
     "cached_extract",
+    "download_file",
     "extract_archive",
     "get_dataset_directory",
     "get_dataset_root",
@@ -42,8 +44,11 @@ __all__ = [
 ]
 
 ROOT_ENV = "DATASET_KIT_DATASET_ROOT"
+# Chainer's variable, read after ours so that a Chainer user's existing cache is found.
+CHAINER_ROOT_ENV = "CHAINER_DATASET_ROOT"
 OFFLINE_ENV = "DATASET_KIT_OFFLINE"
 T = TypeVar("T")
+C = TypeVar("C")
 
 _root_override: str | None = None
 
@@ -60,7 +65,8 @@ def get_dataset_root() -> str:
     """Return the dataset root directory.
 
     In order: the path given to :func:`set_dataset_root`, the environment
-    variable ``DATASET_KIT_DATASET_ROOT``, ``$XDG_CACHE_HOME/dataset_kit``,
+    variable ``DATASET_KIT_DATASET_ROOT``, Chainer's ``CHAINER_DATASET_ROOT``
+    (so a Chainer user's existing cache is found), ``$XDG_CACHE_HOME/dataset_kit``,
     ``~/.cache/dataset_kit``. Read at each call, never cached at import.
 
     Returns:
@@ -68,7 +74,7 @@ def get_dataset_root() -> str:
     """
     if _root_override is not None:
         return _root_override
-    root = os.environ.get(ROOT_ENV)
+    root = os.environ.get(ROOT_ENV) or os.environ.get(CHAINER_ROOT_ENV)
     if not root:
         cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         root = os.path.join(cache, "dataset_kit")
@@ -120,7 +126,38 @@ def get_dataset_directory(dataset_name: str, create_directory: bool = True) -> s
     return path
 
 
+def cached_download_path(url: str) -> str:
+    """Return the path at which :func:`cached_download` keeps the file of ``url``.
+
+    The path is ``<root>/downloads/<first 16 hex digits of the sha256 of the
+    URL>-<the URL's basename>`` (the basename with characters other than
+    letters, digits, ``.``, ``_`` and ``-`` replaced by ``_``, at most its last
+    64 characters, without leading dots; ``download`` if nothing is left). The
+    URL is hashed as :func:`cached_download` sees it: a local path or a
+    ``file://`` URL becomes the ``file://`` URL of its absolute path. The
+    file need not exist; nothing is created.
+
+    To fill the cache on a machine that cannot reach ``url`` (an offline
+    cluster), copy the file to this path (beside it a temporary name, then
+    ``mv``, so that readers never see half a file); ``cached_download(url)``,
+    with ``DATASET_KIT_OFFLINE=1`` or without, then serves it.
+
+    Args:
+        url: an http(s) URL, a ``file://`` URL or a local path.
+
+    Returns:
+        The absolute path under the current dataset root.
+
+    Raises:
+        ValueError: if ``url`` is not a non-empty string, or has another scheme.
+    """
+    if not isinstance(url, str) or not url:
+        raise ValueError(f"url must be a non-empty string, got {url!r}")
+    return _cache_path(_normalize_url(url)[0])
+
+
 def _cache_path(url: str) -> str:
+    """The cache path of an already normalized URL (see :func:`cached_download_path`)."""
     name = os.path.basename(urllib.parse.urlsplit(url).path) or "download"
     name = re.sub(r"[^A-Za-z0-9._-]", "_", name)[-64:].lstrip(".") or "download"
     digest = hashlib.sha256(url.encode()).hexdigest()[:16]
@@ -165,9 +202,10 @@ def cached_download(
 ) -> str:
     """Download ``url`` into the cache once, and return the cached file's path.
 
-    The cached file is ``<root>/downloads/<hash of url>-<basename>``, the same
-    in every process. A per-file lock makes concurrent callers for one URL
-    cause one transfer; callers for other URLs do not wait. The body goes into
+    The cached file is ``<root>/downloads/<hash of url>-<basename>``
+    (:func:`cached_download_path` gives it), the same in every process. A
+    per-file lock makes concurrent callers for one URL cause one transfer;
+    callers for other URLs do not wait. The body goes into
     a process-unique temporary file in the same directory, is fsynced and
     verified, then moved into place with ``os.replace``.
 
@@ -175,7 +213,15 @@ def cached_download(
     it (``<file>.sha256-stamp``) records the verified hash with the file's
     size, inode and times, so while the file is unchanged the check costs one
     ``stat``; a file that changed is hashed again, and one whose hash differs
-    is downloaded again (or, offline, is an :class:`OfflineError`).
+    is downloaded again (or, offline, is an :class:`OfflineError`). A
+    read-only root (one filled beforehand and shared by a cluster) works:
+    where no stamp can be written, the file is verified by hashing it at
+    every call, and served.
+
+    A file that Chainer's ``cached_download`` left under the same root
+    (``<root>/_dl_cache/<md5 of url>``, e.g. through ``CHAINER_DATASET_ROOT``)
+    is copied into the cache instead of downloaded, also offline, if it
+    has the ``sha256`` asked for.
 
     Args:
         url: an http(s) URL, a ``file://`` URL or a local path (copied in).
@@ -193,19 +239,16 @@ def cached_download(
     Raises:
         ValueError: for a malformed argument (naming it and its value).
         HashMismatchError: if the file's sha256 differs from ``sha256``; nothing
-            is cached then.
+            is cached then. Also if a cached file's sha256 differs and the
+            file cannot be removed (a read-only root).
         OfflineError: if ``DATASET_KIT_OFFLINE`` is set and the file is not
             cached, or is cached with another sha256 than ``sha256``.
         DownloadError: if the server answers 4xx (but 429) or retries run out.
         FileNotFoundError: if a local source does not exist.
         IsADirectoryError: if a local source is a directory.
     """
-    if not isinstance(url, str) or not url:
-        raise ValueError(f"url must be a non-empty string, got {url!r}")
     expected = _check_hash(sha256, "sha256", sha256)
-    if not (isinstance(timeout, (int, float)) and timeout > 0):
-        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
-    retries = non_negative_int("retries", retries)
+    retries = _check_transfer_options(url, timeout, retries)
     if verify and expected is None:
         raise ValueError("verify=True needs sha256= to verify against")
     url, local = _normalize_url(url)
@@ -227,22 +270,125 @@ def cached_download(
                 raise OfflineError(
                     f"the cached {path} (from {url}) has sha256 {digest}, expected {expected}, "
                     f"and {OFFLINE_ENV} is set, so it cannot be downloaded again")
-            os.unlink(path)  # corrupt or replaced: download it again
-            _hash_stamp.remove(path)
-        if _offline():
-            raise OfflineError(
-                f"{OFFLINE_ENV} is set and {url} is not in the cache (expected at {path})")
-        _files.remove_stale_parts(path)
-        with _files.atomic_write(path) as temp:
-            _transfer(url, local, temp, timeout, retries, progress)
-            digest = None if expected is None else _files.sha256_of(temp)
-            if digest != expected:
+            try:
+                os.unlink(path)  # corrupt or replaced: download it again
+            except OSError as error:  # a read-only root: it cannot be replaced here
                 raise HashMismatchError(
-                    f"sha256 of {url} is {digest}, expected {expected}; the file was discarded"
-                )
+                    f"the cached {path} (from {url}) has sha256 {digest}, expected "
+                    f"{expected}, and it cannot be replaced: {error}") from error
+            _hash_stamp.remove(path)
+        if not _adopted_from_chainer(url, path, expected):
+            if _offline():
+                raise OfflineError(
+                    f"{OFFLINE_ENV} is set and {url} is not in the cache (expected at {path})")
+            _publish(url, local, path, expected, timeout, retries, progress)
         if expected is not None:  # verified in its temporary file, moved under our lock
             _hash_stamp.write(path, expected, os.stat(path))
     return path
+
+
+def download_file(url: str, path: str | os.PathLike, *, overwrite: bool = False,
+                  timeout: float = 30.0, retries: int = 4,
+                  progress: bool | None = None) -> str:
+    """Download ``url`` to a file of the caller's choosing, with the cache's guarantees.
+
+    As :func:`cached_download` (one lock per target, a process-unique
+    temporary file fsynced and moved into place, retries and resumption),
+    but the file is ``path`` rather than the cache's own, and with
+    ``overwrite`` an existing file is downloaded again. Without
+    ``overwrite`` an existing ``path`` is returned as it is, unchecked.
+
+    Args:
+        url: an http(s) URL, a ``file://`` URL or a local path (copied in).
+        path: the file to write; its directory is created if needed.
+        overwrite: download again even if ``path`` exists.
+        timeout: socket timeout in seconds for each connection attempt.
+        retries: extra attempts for connection errors, timeouts, 5xx and 429.
+        progress: show a tqdm bar on stderr; None shows it when stderr is a tty.
+
+    Returns:
+        The absolute path of the file.
+
+    Raises:
+        ValueError: for a malformed argument (naming it and its value).
+        TypeError: if ``path`` is not a path.
+        IsADirectoryError: if ``path`` or a local source is a directory.
+        OfflineError: if ``DATASET_KIT_OFFLINE`` is set and the file must be
+            downloaded.
+        DownloadError: if the server answers 4xx (but 429) or retries run out.
+        FileNotFoundError: if a local source does not exist.
+    """
+    retries = _check_transfer_options(url, timeout, retries)
+    if not isinstance(path, (str, os.PathLike)) or not os.fspath(path):
+        raise TypeError(f"path must be a non-empty str or os.PathLike, got {path!r}")
+    if not isinstance(overwrite, bool):
+        raise ValueError(f"overwrite must be True or False, got {overwrite!r}")
+    url, local = _normalize_url(url)
+    target = os.path.abspath(os.path.expanduser(os.fspath(path)))
+    if os.path.isdir(target):
+        raise IsADirectoryError(f"path {target} (to download {url} to) is a directory")
+    if os.path.exists(target) and not overwrite:
+        return target
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    with _files.lock_for(target):
+        # Another process may have written it while we waited: that is a fresh copy too.
+        if os.path.exists(target) and not overwrite:
+            return target
+        if _offline():
+            raise OfflineError(f"{OFFLINE_ENV} is set, so {url} cannot be downloaded to {target}")
+        _publish(url, local, target, None, timeout, retries, progress)
+        _hash_stamp.remove(target)  # a stamp for the file replaced would vouch for nothing
+    return target
+
+
+def _chainer_download_path(url: str) -> str:
+    """Where Chainer's ``cached_download`` kept ``url`` under this root: ``_dl_cache/<md5>``."""
+    digest = hashlib.md5(url.encode("utf-8"), usedforsecurity=False).hexdigest()
+    return os.path.join(get_dataset_root(), "_dl_cache", digest)
+
+
+def _adopted_from_chainer(url: str, path: str, expected: str | None) -> bool:
+    """Copy Chainer's cached download of ``url`` to ``path`` if it has one that verifies.
+
+    Chainer moved a download into ``_dl_cache`` only once complete, so the
+    file is whole; with ``expected`` it must also have that sha256, else it is
+    left alone and ``url`` is downloaded. The caller holds the lock of ``path``.
+    """
+    if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
+        return False
+    chainers = _chainer_download_path(url)
+    if not os.path.isfile(chainers):
+        return False
+    try:
+        _publish(url, chainers, path, expected, 1.0, 0, False)
+    except HashMismatchError:
+        return False
+    return True
+
+
+def _check_transfer_options(url: Any, timeout: Any, retries: Any) -> int:
+    """Check the arguments every download takes; return ``retries`` as an int."""
+    if not isinstance(url, str) or not url:
+        raise ValueError(f"url must be a non-empty string, got {url!r}")
+    if not (isinstance(timeout, (int, float)) and timeout > 0):
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    return non_negative_int("retries", retries)
+
+
+def _publish(url: str, local: str | None, path: str, expected: str | None, timeout: float,
+             retries: int, progress: bool | None) -> None:
+    """Transfer ``url`` into a temporary file, check its sha256, move it to ``path``.
+
+    The caller holds the lock of ``path``.
+    """
+    _files.remove_stale_parts(path)
+    with _files.atomic_write(path) as temp:
+        _transfer(url, local, temp, timeout, retries, progress)
+        digest = None if expected is None else _files.sha256_of(temp)
+        if digest != expected:
+            raise HashMismatchError(
+                f"sha256 of {url} is {digest}, expected {expected}; the file was discarded"
+            )
 
 
 def _transfer(url: str, local: str | None, temp: str, timeout: float, retries: int,
@@ -278,24 +424,27 @@ def _transfer(url: str, local: str | None, temp: str, timeout: float, retries: i
         os.fsync(out.fileno())
 
 
-def cache_or_load_file(path: str | os.PathLike, creator: Callable[[str], Any],
-                       loader: Callable[[str], T]) -> T:
-    """Return ``loader(path)``, first creating ``path`` with ``creator`` if missing.
+def cache_or_load_file(path: str | os.PathLike, creator: Callable[[str], C],
+                       loader: Callable[[str], T]) -> C | T:
+    """Create ``path`` with ``creator`` and return its value, or return ``loader(path)``.
 
-    ``creator(temp_path)`` writes a file under a temporary directory beside
-    ``path`` (same basename, so savers that add extensions behave); the file is
-    then fsynced and moved into place atomically under the lock of ``path``.
-    When processes race, one creator runs and the others wait and load its
-    file. Every caller returns
-    the content of the file that ended up at ``path``.
+    As in Chainer (its code and its documentation): the call that creates
+    the file returns what ``creator`` returned; every call that finds the
+    file returns what ``loader`` returns. ``creator(temp_path)`` writes a
+    file under a temporary directory beside ``path`` (same basename, so
+    savers that add extensions behave); the file is then fsynced and moved
+    into place atomically under the lock of ``path``. When processes race,
+    one creator runs and the others wait and load its file.
 
     Args:
         path: the cached file.
-        creator: writes the file at the path it is given.
+        creator: writes the file at the path it is given and returns its
+            content (what a loader would return).
         loader: reads the file at the path it is given.
 
     Returns:
-        Whatever ``loader`` returns.
+        What ``creator`` returned if this call created the file, else what
+        ``loader`` returned.
 
     Raises:
         TypeError: if ``creator`` or ``loader`` is not callable.
@@ -314,10 +463,11 @@ def cache_or_load_file(path: str | os.PathLike, creator: Callable[[str], Any],
         if not os.path.exists(path):
             _files.remove_stale_parts(path)
             with _files.atomic_write(path) as temp:
-                creator(temp)
+                content = creator(temp)
                 if not os.path.isfile(temp):
                     raise FileNotFoundError(
                         f"creator {creator!r} returned without writing {temp} (for {path})")
+            return content
     return loader(path)
 
 

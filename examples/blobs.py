@@ -57,10 +57,12 @@ def load_blobs() -> tuple[np.ndarray, np.ndarray, bool]:
     raw = dataset_kit.cached_download(url, sha256=sha256)
     parsed_now = []
 
-    def parse(path: str) -> None:
+    def parse(path: str) -> tuple[np.ndarray, np.ndarray]:
         table = np.loadtxt(raw, delimiter=",", dtype=np.float64)
-        np.savez(path, x=table[:, 1:].astype(np.float32), y=table[:, 0].astype(np.int32))
+        x, y = table[:, 1:].astype(np.float32), table[:, 0].astype(np.int32)
+        np.savez(path, x=x, y=y)
         parsed_now.append(True)
+        return x, y  # the call that parses returns this; later calls load the file
 
     cached = os.path.join(dataset_kit.get_dataset_directory("blobs"), "blobs.npz")
     x, y = dataset_kit.cache_or_load_file(

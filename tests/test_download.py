@@ -1,8 +1,12 @@
+import contextlib
+import errno
 import hashlib
 import multiprocessing
 import os
+import shutil
 import signal
 import stat
+import subprocess
 import time
 
 import numpy as np
@@ -16,6 +20,8 @@ from dataset_kit import (
     _http,
     cache_or_load_file,
     cached_download,
+    cached_download_path,
+    download_file,
     get_dataset_directory,
     get_dataset_root,
     set_dataset_root,
@@ -44,6 +50,7 @@ def leftovers(root):
 
 def test_root_follows_setter_then_env_then_xdg(tmp_path, monkeypatch):
     monkeypatch.delenv("DATASET_KIT_DATASET_ROOT", raising=False)
+    monkeypatch.delenv("CHAINER_DATASET_ROOT", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     set_dataset_root(None)
     assert get_dataset_root() == str(tmp_path / "xdg" / "dataset_kit")
@@ -57,6 +64,73 @@ def test_root_follows_setter_then_env_then_xdg(tmp_path, monkeypatch):
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.delenv("DATASET_KIT_DATASET_ROOT")
     assert get_dataset_root() == os.path.expanduser("~/.cache/dataset_kit")
+
+
+def test_chainers_root_variable_is_read_after_ours(tmp_path, monkeypatch):
+    monkeypatch.delenv("DATASET_KIT_DATASET_ROOT", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("CHAINER_DATASET_ROOT", str(tmp_path / "chainer"))
+    set_dataset_root(None)
+    assert get_dataset_root() == str(tmp_path / "chainer")
+    monkeypatch.setenv("DATASET_KIT_DATASET_ROOT", str(tmp_path / "ours"))
+    assert get_dataset_root() == str(tmp_path / "ours")
+    set_dataset_root(tmp_path / "set")
+    try:
+        assert get_dataset_root() == str(tmp_path / "set")
+    finally:
+        set_dataset_root(None)
+
+
+def test_a_chainer_cache_is_found_through_chainers_variable(tmp_path, monkeypatch):
+    # Chainer's get_mnist keeps <root>/pfnet/chainer/mnist/train.npz (x, y); ours
+    # uses the same path and keys, so the file is loaded, not made again.
+    from dataset_kit.datasets import get_mnist
+
+    chainer_root = tmp_path / "chainer-root"
+    directory = chainer_root / "pfnet" / "chainer" / "mnist"
+    directory.mkdir(parents=True)
+    x = np.arange(3 * 784, dtype=np.uint8).reshape(3, 784)
+    y = np.array([7, 1, 4], dtype=np.uint8)
+    for split in ("train", "test"):
+        np.savez_compressed(directory / f"{split}.npz", x=x, y=y)
+    monkeypatch.delenv("DATASET_KIT_DATASET_ROOT", raising=False)
+    monkeypatch.setenv("CHAINER_DATASET_ROOT", str(chainer_root))
+    monkeypatch.setenv("DATASET_KIT_OFFLINE", "1")  # nothing may be fetched
+    set_dataset_root(None)
+    train, test = get_mnist(scale=255.0)
+    assert len(train) == len(test) == 3
+    np.testing.assert_array_equal(train[1][0], x[1].astype(np.float32))
+    assert train[2][1] == 4
+
+
+def _as_chainer_left_it(root, url, body):
+    """Put ``body`` where Chainer's cached_download keeps ``url``: <root>/_dl_cache/<md5>."""
+    path = root / "_dl_cache" / hashlib.md5(url.encode("utf-8")).hexdigest()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(body)
+    return path
+
+
+def test_a_download_chainer_cached_is_copied_in_not_requested(http_server, dataset_root,
+                                                              monkeypatch):
+    route = Route(BODY)
+    url = http_server.add("/chainer.bin", route)
+    chainers = _as_chainer_left_it(dataset_root, url, BODY)
+    monkeypatch.setenv("DATASET_KIT_OFFLINE", "1")  # no request needed, none made
+    path = cached_download(url, sha256=route.sha256)
+    assert path == cached_download_path(url) and read(path) == BODY
+    assert route.gets == 0 and read(chainers) == BODY  # Chainer's copy stays for Chainer
+
+
+def test_a_chainer_download_with_another_hash_is_not_used(http_server, dataset_root):
+    route = Route(BODY)
+    url = http_server.add("/stale.bin", route)
+    _as_chainer_left_it(dataset_root, url, b"an older release")
+    assert read(cached_download(url, sha256=route.sha256)) == BODY
+    assert route.gets == 1
+    other = http_server.add("/unpinned.bin", Route(b"new"))
+    _as_chainer_left_it(dataset_root, other, b"as chainer had it")
+    assert read(cached_download(other)) == b"as chainer had it"  # nothing to check it against
 
 
 def test_set_dataset_root_validates(tmp_path):
@@ -285,6 +359,7 @@ def test_cache_or_load_file_creates_once_then_loads(tmp_path, dataset_root):
     def creator(path):
         calls.append(path)
         np.savez(path, a=np.arange(3))
+        return [0, 1, 2]
 
     target = tmp_path / "cache" / "arrays.npz"
     first = cache_or_load_file(target, creator, lambda p: np.load(p)["a"].tolist())
@@ -292,6 +367,20 @@ def test_cache_or_load_file_creates_once_then_loads(tmp_path, dataset_root):
     assert first == second == [0, 1, 2]
     assert len(calls) == 1 and os.path.basename(calls[0]) == "arrays.npz"
     assert sorted(os.listdir(target.parent)) == ["arrays.npz"]
+
+
+def test_the_call_that_creates_returns_the_creators_value_as_chainer_does(tmp_path,
+                                                                          dataset_root):
+    # Chainer's cache_or_load_file returns "the returned values by the creator or the
+    # loader": a creator's value can differ from what loading gives (a dict against an
+    # NpzFile, a list against a tuple), and code written for Chainer sees the creator's.
+    def creator(path):
+        np.savez(path, a=np.arange(3))
+        return "made"
+
+    target = tmp_path / "cache" / "arrays.npz"
+    assert cache_or_load_file(target, creator, lambda p: "loaded") == "made"
+    assert cache_or_load_file(target, creator, lambda p: "loaded") == "loaded"
 
 
 def test_cache_or_load_file_leaves_nothing_when_the_creator_raises(tmp_path, dataset_root):
@@ -328,6 +417,7 @@ def _race_creator(target, root, log, barrier, results):
         time.sleep(0.3)
         with open(path, "w") as f:
             f.write(str(os.getpid()))
+        return str(os.getpid())
 
     barrier.wait()
     results.put(cache_or_load_file(target, creator, lambda p: open(p).read()))
@@ -416,3 +506,165 @@ def test_offline_a_cached_file_with_the_wrong_hash_is_an_error(http_server, data
 def test_a_directory_as_a_local_source_is_named(tmp_path, dataset_root):
     with pytest.raises(IsADirectoryError, match="is a directory"):
         cached_download(str(tmp_path))
+
+
+# -- a read-only dataset root ---------------------------------------------------------
+
+@contextlib.contextmanager
+def made_read_only(directory, monkeypatch):
+    """Make ``directory`` (already filled) refuse writes for the block, as a shared root does.
+
+    As root with mount rights: ``directory`` is a tmpfs remounted read-only, so
+    every write is EROFS from the kernel. As another user: the directory and
+    its subdirectories lose their write bits, so writes are EACCES. As root
+    without mount rights (chmod does not stop root), ``os.mkdir``, ``os.open``
+    for writing, ``os.unlink``, ``os.rename`` and ``os.replace`` under
+    ``directory`` raise EROFS: that simulates the kernel's answer at the calls
+    through which every change to a directory starts.
+    """
+    directory = str(directory)
+    if os.path.ismount(directory) and _remount(directory, "ro"):
+        try:
+            yield "a tmpfs remounted read-only"
+        finally:
+            _remount(directory, "rw")
+        return
+    if os.geteuid() != 0:
+        modes = {}
+        for here, _, _ in os.walk(directory):
+            modes[here] = stat.S_IMODE(os.stat(here).st_mode)
+            os.chmod(here, 0o555)
+        try:
+            yield "directories without write permission"
+        finally:
+            for here, mode in modes.items():
+                os.chmod(here, mode)
+        return
+
+    def inside(path):
+        return os.path.abspath(os.fsdecode(path)).startswith(directory + os.sep)
+
+    real_mkdir, real_open = os.mkdir, os.open
+
+    def mkdir(path, *args, **kwargs):
+        if inside(path):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), path)
+        return real_mkdir(path, *args, **kwargs)
+
+    def open_(path, flags, *args, **kwargs):
+        if inside(path) and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), path)
+        return real_open(path, flags, *args, **kwargs)
+
+    def refusing(real):
+        def call(path, *args, **kwargs):
+            if inside(path) or any(inside(a) for a in args if isinstance(a, (str, bytes))):
+                raise OSError(errno.EROFS, os.strerror(errno.EROFS), path)
+            return real(path, *args, **kwargs)
+        return call
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "mkdir", mkdir)
+        patch.setattr(os, "open", open_)
+        for name in ("unlink", "rename", "replace"):
+            patch.setattr(os, name, refusing(getattr(os, name)))
+        yield "os.mkdir, os.open, os.unlink, os.rename and os.replace raising EROFS"
+
+
+def _remount(directory, mode):
+    """Switch the file system mounted at ``directory`` to ``mode``; False if refused."""
+    return subprocess.run(["mount", "-o", f"remount,{mode}", directory],
+                          capture_output=True).returncode == 0
+
+
+@pytest.fixture
+def mountable_root(tmp_path, monkeypatch):
+    """A dataset root on its own tmpfs when this user may mount one, else a plain directory."""
+    root = tmp_path / "shared-root"
+    root.mkdir()
+    mounted = os.geteuid() == 0 and shutil.which("mount") is not None and subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(root)],
+        capture_output=True).returncode == 0
+    monkeypatch.setenv("DATASET_KIT_DATASET_ROOT", str(root))
+    monkeypatch.delenv("DATASET_KIT_OFFLINE", raising=False)
+    set_dataset_root(None)
+    try:
+        yield root
+    finally:
+        set_dataset_root(None)
+        if mounted:
+            subprocess.run(["umount", "-l", str(root)], capture_output=True)
+
+
+def test_a_verified_file_on_a_read_only_root_is_served_without_a_stamp(
+        http_server, mountable_root, monkeypatch):
+    route = Route(BODY)
+    url = http_server.add("/shared.bin", route)
+    path = cached_download(url, sha256=route.sha256)  # an administrator fills the root
+    # Copied in without its stamp (as rsync of the files alone would): it must be hashed.
+    os.unlink(path + ".sha256-stamp")
+    with made_read_only(mountable_root, monkeypatch):
+        for _ in range(2):  # no stamp is left behind, so every call verifies again
+            assert cached_download(url, sha256=route.sha256) == path
+        assert cached_download(url, sha256=route.sha256, verify=True) == path
+        assert cached_download(url) == path
+    assert read(path) == BODY and route.gets == 1
+    assert leftovers(mountable_root) == [os.path.basename(path)]
+
+
+def test_a_corrupt_file_on_a_read_only_root_is_named_not_replaced(
+        http_server, mountable_root, monkeypatch):
+    route = Route(BODY)
+    url = http_server.add("/corrupt.bin", route)
+    path = cached_download(url, sha256=route.sha256)
+    os.unlink(path + ".sha256-stamp")
+    corrupt_in_place(path)
+    with made_read_only(mountable_root, monkeypatch), \
+            pytest.raises(HashMismatchError, match=f"{path}.*cannot be replaced"):
+        cached_download(url, sha256=route.sha256)
+    assert route.gets == 1
+
+
+# -- the cache path of a URL, and downloads to a path of one's own ----------------------
+
+def test_cached_download_path_is_where_cached_download_puts_the_file(
+        http_server, dataset_root, tmp_path):
+    url = http_server.add("/dir/some-file.tar.gz", Route(b"x"))
+    expected = cached_download_path(url)
+    assert os.path.dirname(expected) == str(dataset_root / "downloads")
+    assert not os.path.exists(expected) and cached_download(url) == expected
+    local = tmp_path / "local.bin"
+    local.write_bytes(b"local")
+    assert cached_download_path(str(local)) == cached_download_path(local.as_uri()) \
+        == cached_download(str(local))
+    set_dataset_root(tmp_path / "other")
+    try:
+        assert cached_download_path(url) == str(
+            tmp_path / "other" / "downloads" / os.path.basename(expected))
+    finally:
+        set_dataset_root(None)
+    for bad in ("", None, "ftp://host/file"):
+        with pytest.raises(ValueError, match="url"):
+            cached_download_path(bad)
+
+
+def test_download_file_writes_its_target_and_replaces_it_only_when_asked(
+        http_server, dataset_root, tmp_path):
+    route = Route(BODY)
+    url = http_server.add("/model.bin", route)
+    target = tmp_path / "a" / "b" / "model.bin"
+    assert download_file(url, target, progress=False) == str(target)
+    assert read(target) == BODY
+    target.write_bytes(b"old")
+    assert read(download_file(url, str(target))) == b"old" and route.gets == 1
+    assert read(download_file(url, target, overwrite=True)) == BODY and route.gets == 2
+    assert sorted(os.listdir(target.parent)) == ["model.bin"]
+    with pytest.raises(IsADirectoryError, match=str(tmp_path)):
+        download_file(url, tmp_path)
+    with pytest.raises(TypeError, match="path"):
+        download_file(url, None)
+    with pytest.raises(ValueError, match="overwrite"):
+        download_file(url, target, overwrite="yes")
+    with pytest.raises(ValueError, match="timeout"):
+        download_file(url, target, timeout=0)
+    assert not os.path.exists(dataset_root / "downloads")  # the cache is not involved

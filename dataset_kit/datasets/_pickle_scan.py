@@ -7,6 +7,15 @@ opcode (``pickletools`` describes them all), so the walk only reads opcodes
 and length fields and seeks over the rest. A length field is checked against
 the file's size before anything is read or allocated, so a corrupt length is an
 error naming its offset, never a huge allocation.
+
+Two arguments are not lengths of what follows but still size what the
+unpickler allocates, so the walk checks them too: a ``FRAME``'s length (the
+unpickler reads the whole frame ahead at once: it must end inside the file),
+and the index of a memo entry stored with ``LONG_BINPUT`` or ``PUT`` (the
+unpickler grows its memo list to twice the index: a pickler numbers memo
+entries from 0, one per object already pushed, so an index is below the
+number of bytes before it; counted from the file's start, not the pickle's,
+since one ``Pickler`` that dumps every example numbers on across them).
 """
 
 from __future__ import annotations
@@ -37,10 +46,11 @@ def _argument(op: pickletools.OpcodeInfo) -> tuple[int, Any]:
 
 # opcode byte -> how to skip its argument
 _OPCODES = {op.code.encode("latin-1")[0]: _argument(op) for op in pickletools.opcodes}
+_FRAME, _LONG_BINPUT, _PUT = pickle.FRAME[0], pickle.LONG_BINPUT[0], pickle.PUT[0]
 # opcode byte -> its size with a fixed-length argument (the fast path), 0 for the others
 _FIXED_SIZE = [0] * 256
 for _code, (_kind, _how) in _OPCODES.items():
-    if _kind == _FIXED and _code != _STOP:
+    if _kind == _FIXED and _code not in (_STOP, _FRAME, _LONG_BINPUT):  # those are checked
         _FIXED_SIZE[_code] = 1 + _how
 
 
@@ -106,6 +116,10 @@ def pickle_offsets(f: Any, size: int, path: str) -> list[int]:
             if step and k + step <= len(window):  # most opcodes: no length field, no line
                 position += step
                 continue
+            if code == _LONG_BINPUT and k + 5 <= len(window):  # frequent in protocols 1 to 3
+                if int.from_bytes(window[k + 1:k + 5], "little") < position:
+                    position += 5
+                    continue
             spec = _OPCODES.get(code)
             if spec is None:
                 raise fail(f"has byte {bytes([code])!r} at offset {position}, which is not a "
@@ -114,6 +128,15 @@ def pickle_offsets(f: Any, size: int, path: str) -> list[int]:
             kind, how = spec
             if kind == _FIXED:
                 length = how
+                if code in (_FRAME, _LONG_BINPUT) and position + how <= size:
+                    # The window holds the argument: it was refilled for _HEADER bytes
+                    # unless it reaches the end of the file.
+                    value = int.from_bytes(window[k + 1:k + 1 + how], "little")
+                    if code == _FRAME and position + how + value > size:
+                        raise fail(f"has a frame of {value} bytes at offset {position - 1}, but "
+                                   f"the file ends at offset {size}")
+                    if code == _LONG_BINPUT and value >= position:
+                        raise fail(_memo_problem(value, position - 1))
             elif kind == _LINES:
                 f.seek(position)
                 for _ in range(how):
@@ -121,6 +144,11 @@ def pickle_offsets(f: Any, size: int, path: str) -> list[int]:
                     position += len(line)
                     if not line.endswith(b"\n"):
                         raise fail(f"is cut at offset {position}, inside a line argument")
+                if code == _PUT:
+                    text = line.strip()
+                    if not (text.isdigit() and int(text) < position):
+                        raise fail(_memo_problem(text.decode("latin-1"),
+                                                 position - len(line) - 1))
                 length = 0
             else:
                 if k + 1 + how.size > len(window):
@@ -137,6 +165,11 @@ def pickle_offsets(f: Any, size: int, path: str) -> list[int]:
                 break
         starts.append(start)
     return starts
+
+
+def _memo_problem(index: Any, offset: int) -> str:
+    return (f"stores memo entry {index!r} at offset {offset}, which no pickler writes after "
+            f"{offset} bytes (the unpickler would allocate for that many entries)")
 
 
 def check_end(f: Any, starts: list[int], size: int, path: str) -> None:

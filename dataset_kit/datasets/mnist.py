@@ -95,7 +95,7 @@ def _read_idx(path: str, magic: int) -> np.ndarray:
 def _split(family: str, split: str, mirrors: Sequence[str] | None) -> Any:
     prefix = "train" if split == "train" else "t10k"
 
-    def create(path: str) -> None:
+    def create(path: str) -> dict:
         names = (f"{prefix}-images-idx3-ubyte.gz", f"{prefix}-labels-idx1-ubyte.gz")
         x_path, y_path = (fetch(n, CHECKSUMS[family][n], [u + n for u in UPSTREAM[family]],
                                 mirrors) for n in names)
@@ -103,6 +103,7 @@ def _split(family: str, split: str, mirrors: Sequence[str] | None) -> Any:
         if len(x) != len(y):
             raise ValueError(f"{family} {split}: {len(x)} images but {len(y)} labels")
         np.savez_compressed(path, x=x, y=y)
+        return {"x": x, "y": y}  # what the loader returns: the first call returns this
 
     directory = get_dataset_directory(f"pfnet/chainer/{family}")
     return cache_or_load_file(os.path.join(directory, f"{split}.npz"), create,

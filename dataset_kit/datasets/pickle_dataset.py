@@ -171,7 +171,9 @@ class PickleDataset(DatasetMixin):
         ValueError: if the reader cannot seek.
         ValueError: if the data ends inside an example or holds bytes that
             are not pickles, naming the offset; (on access) if an example
-            cannot be unpickled, naming its offset.
+            cannot be unpickled, whatever the unpickler raised (chained as
+            the cause), or ends elsewhere than where the scan found its end,
+            naming the file and the offset. A ``MemoryError`` is left as it is.
     """
 
     def __init__(self, reader: Any) -> None:
@@ -182,7 +184,7 @@ class PickleDataset(DatasetMixin):
         source = reader._handle() if isinstance(reader, _PathReader) else reader
         name = reader.path if isinstance(reader, _PathReader) else getattr(reader, "name", reader)
         self._name = str(name)
-        size = source.seek(0, os.SEEK_END)
+        size = self._size = source.seek(0, os.SEEK_END)
         self._positions = pickle_offsets(source, size, self._name)
         check_end(source, self._positions, size, self._name)
         self._lock = threading.RLock()
@@ -197,14 +199,27 @@ class PickleDataset(DatasetMixin):
         return len(self._positions)
 
     def get_example(self, i: int) -> Any:
+        k = range(len(self._positions))[i]  # a negative i counts from the end, as for a list
+        start = self._positions[k]
+        end = self._positions[k + 1] if k + 1 < len(self._positions) else self._size
         with self._lock:
-            self._reader.seek(self._positions[i])
+            self._reader.seek(start)
             try:
-                return pickle.load(self._reader)
-            except (pickle.UnpicklingError, EOFError) as error:
+                example = pickle.load(self._reader)
+            except MemoryError:
+                raise  # a whole example too big for memory: the scan bounds damaged lengths
+            except Exception as error:  # noqa: BLE001 - damaged bytes make it raise anything
+                # (UnicodeDecodeError, OverflowError, TypeError from a damaged REDUCE, ...)
                 raise TruncatedPickleError(
-                    f"pickle dataset {self._name}: example {i} at offset {self._positions[i]} "
-                    f"cannot be unpickled: {error}") from error
+                    f"pickle dataset {self._name}: example {i} at offset {start} cannot be "
+                    f"unpickled ({type(error).__name__}: {error}); the file is corrupt, or the "
+                    f"example needs code this process cannot run") from error
+            stopped = self._reader.tell()
+        if stopped != end:  # a damaged frame length made the unpickler read past its pickle
+            raise TruncatedPickleError(
+                f"pickle dataset {self._name}: example {i} at offset {start} was unpickled up to "
+                f"offset {stopped}, but its pickle ends at offset {end}; the file is corrupt")
+        return example
 
     def close(self) -> None:
         """Close the reader."""

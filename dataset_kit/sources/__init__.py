@@ -26,7 +26,7 @@ from dataset_kit.sources.data_source import (
     SlicedDataSource,
 )
 from dataset_kit.sources.file_cache import DataSourceWithFileCache
-from dataset_kit.sources.loader import ResourceFileReader, load_image
+from dataset_kit.sources.loader import ResourceFileReader, download, get_data_home, load_image
 
 __all__ = [
     "CacheDataSource",
@@ -46,6 +46,8 @@ __all__ = [
     "data_iterator_concat_datasets",
     "data_iterator_csv_dataset",
     "data_iterator_simple",
+    "download",
+    "get_data_home",
     "load_image",
     "slice_bounds",
 ]

@@ -15,6 +15,7 @@ import io
 import math
 import os
 import re
+import stat
 from typing import NamedTuple
 
 import numpy as np
@@ -73,7 +74,8 @@ def scan_chunk(fd: int, name: str, count: int, variables: tuple[str, ...]) -> Ch
 
     Args:
         fd: the chunk file, open for reading.
-        name: the file's name, for messages.
+        name: the file's full path, for messages (every cache's chunks share
+            their base names).
         count: the number of examples the index says it holds.
         variables: the variable names of ``cache_info.csv``, in order.
 
@@ -81,11 +83,14 @@ def scan_chunk(fd: int, name: str, count: int, variables: tuple[str, ...]) -> Ch
         The chunk's array headers and the file's identity.
 
     Raises:
-        CacheFormatError: naming the file (and the byte offset) if a header
-            does not parse, an array does not hold ``count`` examples, or the
-            arrays do not fill the file exactly.
+        CacheFormatError: naming the file (and the byte offset) if it is not
+            a regular file, a header does not parse, an array does not hold
+            ``count`` examples, or the arrays do not fill the file exactly.
     """
     st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):  # a directory would fail at pread with EISDIR, unnamed
+        what = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+        raise CacheFormatError(f"{name} is {what}, where the index names a chunk file")
     size, offset = st.st_size, 0
     arrays: list[ArrayHeader] = []
     for variable in variables:

@@ -14,7 +14,6 @@ import errno
 import os
 import resource
 from collections import OrderedDict
-from collections.abc import Callable
 
 from dataset_kit.sources._npy_chunk import CacheFormatError, Chunk, identity
 
@@ -24,9 +23,9 @@ _MAX_OPEN_CHUNKS = 256
 _FD_SHARE = 4
 
 
-def changed(name: str, cache_dir: str) -> str:
-    """The message for a chunk file that is not the one the reader scanned."""
-    return (f"{name} changed after the reader opened the cache {cache_dir} (copied over, "
+def changed(path: str, cache_dir: str) -> str:
+    """The message for a chunk file (its full path) that is not the one the reader scanned."""
+    return (f"{path} changed after the reader opened the cache {cache_dir} (copied over, "
             f"truncated or rebuilt by another process); open the cache again to read it")
 
 
@@ -59,8 +58,8 @@ class OpenChunks:
     def __init__(self) -> None:
         self._fds: OrderedDict[int, _Fd] = OrderedDict()
 
-    def get(self, k: int, path_of: Callable[[str], str], name: str, chunk: Chunk) -> _Fd:
-        """Chunk ``k``'s open file (``path_of(name)``), checked to be the file scanned as ``chunk``.
+    def get(self, k: int, path: str, chunk: Chunk) -> _Fd:
+        """Chunk ``k``'s open file (at ``path``), checked to be the file scanned as ``chunk``.
 
         Raises:
             CacheFormatError: if the file cannot be opened or is another file now.
@@ -74,7 +73,6 @@ class OpenChunks:
             except KeyError:
                 pass
             return handle
-        path = path_of(name)
         limit = _fd_budget()
         while len(self._fds) >= limit:
             try:
@@ -85,7 +83,7 @@ class OpenChunks:
             handle = _Fd(path)
         except OSError as error:
             if error.errno not in (errno.EMFILE, errno.ENFILE):
-                raise CacheFormatError(f"{name} cannot be opened ({error})") from error
+                raise CacheFormatError(f"{path} cannot be opened ({error})") from error
             self.clear()  # our share of descriptors, back to the process
             try:
                 handle = _Fd(path)
@@ -94,7 +92,7 @@ class OpenChunks:
                               f"{again.strerror} (the process may open "
                               f"{_soft_limit()} files)") from again
         if identity(os.fstat(handle.fd)) != chunk.identity:
-            raise CacheFormatError(changed(name, os.path.dirname(path)))
+            raise CacheFormatError(changed(path, os.path.dirname(path)))
         self._fds[k] = handle
         return handle
 

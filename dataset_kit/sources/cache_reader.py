@@ -76,6 +76,8 @@ class CacheReader:
                                    f"{len(self.variables)} variables (an index cut to nothing)")
         self.ends = np.cumsum(np.array(counts, dtype=np.int64))
         self.size = int(self.ends[-1]) if counts else 0
+        # Full local paths, for reading and for every message: all caches share base names.
+        self.paths: list[str] = []
         self.chunks = [self._scan(k, count) for k, count in enumerate(counts)]
         self._check_alike()
         # Our writers remove the index before they touch a chunk: an index unchanged
@@ -110,8 +112,8 @@ class CacheReader:
             CacheFormatError: naming the file if it shrank or changed since
                 the reader opened it.
         """
-        chunk, name, n = self.chunks[k], self.files[k], len(rows)
-        handle = self._open.get(k, self._path, name, chunk)  # held: the fd stays open
+        chunk, name, n = self.chunks[k], self.paths[k], len(rows)
+        handle = self._open.get(k, name, chunk)  # held: the fd stays open
         in_order = where[-1] - where[0] == n - 1 and rows == list(range(rows[0], rows[0] + n))
         runs: list[tuple[int, list[int]]] = []  # (first row, positions) of consecutive rows
         if not in_order:
@@ -156,12 +158,15 @@ class CacheReader:
     def _scan(self, k: int, count: int) -> Chunk:
         name = self.files[k]
         try:
-            fd = os.open(self._path(name), os.O_RDONLY)
+            path = self._path(name)
+            # O_NONBLOCK: a FIFO in place of a chunk must not hang the open.
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
         except (OSError, ValueError) as error:
             raise CacheFormatError(f"{self._index} line {k + 1} names {name!r}, which cannot "
                                    f"be opened ({error})") from error
+        self.paths.append(path)
         try:
-            return scan_chunk(fd, name, count, self.variables)
+            return scan_chunk(fd, path, count, self.variables)
         finally:
             os.close(fd)
 
@@ -171,8 +176,8 @@ class CacheReader:
             for variable, a, b in zip(self.variables, self.chunks[0].arrays, chunk.arrays):
                 if (a.dtype, a.shape[1:]) != (b.dtype, b.shape[1:]):
                     raise CacheFormatError(
-                        f"{self.files[k]}: variable {variable!r} holds {b.dtype} examples of "
-                        f"shape {b.shape[1:]}, but {self.files[0]} holds {a.dtype} of shape "
+                        f"{self.paths[k]}: variable {variable!r} holds {b.dtype} examples of "
+                        f"shape {b.shape[1:]}, but {self.paths[0]} holds {a.dtype} of shape "
                         f"{a.shape[1:]}")
 
     def _path(self, name: str) -> str:
@@ -193,6 +198,7 @@ class CacheReader:
 
 
 def _read_exactly(fd: int, name: str, buffers: list, offset: int, want: int) -> None:
+    """Fill ``buffers`` from ``offset`` of the chunk file ``name`` (its full path)."""
     got = os.preadv(fd, buffers, offset)
     if got != want:
         raise CacheFormatError(f"{name}: read {got} of {want} bytes at byte {offset}: the file "

@@ -1,4 +1,4 @@
-"""NNabla's ``data_source_loader`` names: :func:`load_image` and :class:`ResourceFileReader`.
+"""NNabla's ``data_source_loader`` names: images, resource files and downloads.
 
 ========================  ===================================================
 NNabla                    here
@@ -11,6 +11,14 @@ NNabla                    here
                           through :func:`~dataset_kit.cached_download`) or a
                           binary file object, with its extension in ``ext``
                           and a binary file from ``open()``
+``download(url)``         through dataset_kit's download manager
+                          (:func:`~dataset_kit.cached_download`: one lock
+                          per file, atomic, retried, resumed, offline
+                          switch); without ``output_file`` the file is the
+                          cache's (:func:`~dataset_kit.cached_download_path`),
+                          not ``get_data_home()/<basename>``
+``get_data_home()``       ``<dataset root>/nnabla_data``, created (NNabla's
+                          is ``~/nnabla_data``)
 ========================  ===================================================
 """
 
@@ -24,6 +32,12 @@ from typing import Any
 
 import numpy as np
 
+from dataset_kit.download import (
+    cached_download,
+    cached_download_path,
+    download_file,
+    get_dataset_directory,
+)
 from dataset_kit.image.decode import pillow, read_image
 from dataset_kit.sources import _uri
 
@@ -194,3 +208,59 @@ def _name_of(file: Any) -> str:
         return file._path or _name_of(file._file)
     name = getattr(file, "name", None)
     return name if isinstance(name, str) else f"a {type(file).__name__}"
+
+
+def get_data_home() -> str:
+    """Return the folder for NNabla's examples' data, creating it (NNabla's ``get_data_home``).
+
+    NNabla's is ``~/nnabla_data``; here it is ``nnabla_data`` under the
+    dataset root (:func:`~dataset_kit.get_dataset_root`), so one setting
+    moves every cached file. Point the root's ``nnabla_data`` at an existing
+    ``~/nnabla_data`` (a symbolic link) to reuse what NNabla stored there.
+
+    Returns:
+        The folder's absolute path.
+    """
+    return get_dataset_directory("nnabla_data")
+
+
+def download(url: str, output_file: str | os.PathLike | None = None, open_file: bool = True,
+             allow_overwrite: bool = False) -> Any:
+    """Download ``url`` once and open it, with NNabla's signature and dataset_kit's manager.
+
+    Without ``output_file`` the file goes into the download cache, at
+    :func:`~dataset_kit.cached_download_path` ``(url)``, where every later call
+    (in any process) finds it; pre-fill that path to use the function
+    offline. With ``output_file`` the file is written there. Either way an
+    existing file is used as it is unless ``allow_overwrite``, and a file
+    appears complete or not at all (one lock per file, a temporary file moved
+    into place), where NNabla writes the target directly.
+
+    Args:
+        url: an http(s) URL, a ``file://`` URL or a local path.
+        output_file: where to write the file; None for the download cache.
+        open_file: return the file opened for binary reading.
+        allow_overwrite: download again even if the file exists.
+
+    Returns:
+        A binary file object at the file's start if ``open_file``, else None.
+
+    Raises:
+        ValueError: if ``url`` is malformed, or ``open_file`` or
+            ``allow_overwrite`` is not a bool.
+        TypeError: if ``output_file`` is neither None nor a path.
+        OfflineError: if ``DATASET_KIT_OFFLINE`` is set and the file is not there.
+        DownloadError: if the download fails.
+    """
+    for name, value in (("open_file", open_file), ("allow_overwrite", allow_overwrite)):
+        if not isinstance(value, bool):
+            raise ValueError(f"{name} must be True or False, got {value!r}")
+    if output_file is not None and not isinstance(output_file, (str, os.PathLike)):
+        raise TypeError(f"output_file must be None or a path, got {output_file!r}")
+    if output_file is not None:
+        path = download_file(url, output_file, overwrite=allow_overwrite)
+    elif allow_overwrite:
+        path = download_file(url, cached_download_path(url), overwrite=True)
+    else:
+        path = cached_download(url)
+    return open(path, "rb") if open_file else None  # noqa: SIM115 - NNabla returns it open

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -150,9 +151,9 @@ def test_chunks_that_disagree_on_a_dtype_are_refused(tmp_path):
     with open(chunk, "wb") as f:  # as NNabla's writer stacks a chunk of int32 labels
         np.save(f, x)
         np.save(f, y.astype(np.int32))
-    with pytest.raises(CacheFormatError, match=r"cache_00000010_00000019.npy: variable 'x1' "
-                                               r"holds int32 .* cache_00000000_00000009.npy "
-                                               r"holds int64"):
+    first = tmp_path / "cache_00000000_00000009.npy"
+    with pytest.raises(CacheFormatError, match=re.escape(f"{chunk}: variable 'x1' holds int32")
+                       + f".* but {re.escape(str(first))} holds int64"):
         CacheDataSource(tmp_path)
 
 
@@ -165,9 +166,74 @@ def test_a_chunk_copied_over_while_open_is_refused_not_served(tmp_path):
     name = "cache_00000010_00000019.npy"
     with open(tmp_path / "b" / name, "rb") as src, open(tmp_path / "a" / name, "r+b") as dst:
         shutil.copyfileobj(src, dst)
-    with pytest.raises(CacheFormatError, match=f"{name} changed after the reader opened"):
+    with pytest.raises(CacheFormatError, match=re.escape(f"{tmp_path / 'a' / name} changed "
+                                                         f"after the reader opened")):
         source.get_batch(np.array([14, 11]))
     assert source.get_batch(np.array([5])).columns[1][:, 0].tolist() == [5]  # others read
+
+
+# Every cache's chunks are called cache_00000000_00000009.npy ...: a message naming only
+# that says nothing about which of a job's caches is damaged.
+
+def test_a_directory_in_place_of_a_chunk_is_refused_naming_its_full_path(tmp_path):
+    _build(tmp_path)
+    chunk = tmp_path / "cache_00000010_00000019.npy"
+    chunk.unlink()
+    chunk.mkdir()
+    with pytest.raises(CacheFormatError, match=re.escape(f"{chunk} is a directory")):
+        CacheDataSource(tmp_path)
+
+
+def test_a_directory_swapped_in_under_the_reader_is_refused_naming_its_full_path(tmp_path):
+    _build(tmp_path)
+    source = CacheDataSource(tmp_path)
+    chunk = tmp_path / "cache_00000020_00000029.npy"
+    chunk.unlink()
+    chunk.mkdir()
+    with pytest.raises(CacheFormatError, match=re.escape(f"{chunk} changed after")):
+        source.get_batch(np.array([25]))
+
+
+_FIFO = """
+    import sys
+    from dataset_kit.sources import CacheDataSource, CacheFormatError
+    try:
+        CacheDataSource(sys.argv[1])
+    except CacheFormatError as error:
+        print("refused:", error)
+"""
+
+
+def test_a_fifo_in_place_of_a_chunk_is_refused_without_waiting_for_a_writer(tmp_path):
+    _build(tmp_path)
+    chunk = tmp_path / "cache_00000000_00000009.npy"
+    chunk.unlink()
+    os.mkfifo(chunk)
+    done = _run(_FIFO, str(tmp_path), timeout=60)  # a blocking open would be killed here
+    assert done.stdout.strip() == f"refused: {chunk} is not a regular file, where the index " \
+                                  f"names a chunk file", (done.returncode, done.stderr[-2000:])
+
+
+@pytest.mark.parametrize("damage", ["truncate", "header", "dtype"])
+def test_chunk_errors_name_the_chunks_full_path(tmp_path, damage):
+    for cache in ("a", "b"):
+        _build(tmp_path / cache)
+    chunk = tmp_path / "b" / "cache_00000010_00000019.npy"
+    data = chunk.read_bytes()
+    if damage == "truncate":
+        chunk.write_bytes(data[:-100])
+    elif damage == "header":
+        chunk.write_bytes(data.replace(b"'descr'", b"'descX'", 1))
+    else:
+        with open(chunk, "rb") as f:
+            x, y = np.load(f), np.load(f)
+        with open(chunk, "wb") as f:
+            np.save(f, x)
+            np.save(f, y.astype(np.int32))
+    CacheDataSource(tmp_path / "a")
+    with pytest.raises(CacheFormatError) as caught:
+        CacheDataSource(tmp_path / "b")
+    assert str(chunk) in str(caught.value)
 
 
 _TRUNCATE = """
@@ -195,7 +261,7 @@ def test_a_chunk_truncated_under_the_reader_is_an_error_not_sigbus(tmp_path):
     done = _run(_TRUNCATE, str(tmp_path), str(chunk))
     assert done.returncode == 0, (done.returncode, -signal.SIGBUS, done.stderr[-2000:])
     lines = done.stdout.splitlines()
-    assert len(lines) == 2 and all(line.startswith("refused: cache_00000010_00000019.npy")
+    assert len(lines) == 2 and all(line.startswith(f"refused: {chunk}: read 0 of")
                                    for line in lines), done.stdout
 
 
