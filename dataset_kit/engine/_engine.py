@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from dataset_kit._checks import non_negative_int, positive_int
-from dataset_kit.engine import _checkpoint, _upgrades
+from dataset_kit.engine import _checkpoint
 from dataset_kit.engine._epoch import EpochIterator
 from dataset_kit.engine._executor_spec import ExecutorSpec, make_executor
 from dataset_kit.engine._executors import Executor, SerialExecutor
@@ -476,7 +476,7 @@ class Engine:
                 the sampler.
         """
         # Check everything first, then apply: a rejected state changes nothing.
-        state = _checkpoint.read_state(_upgrades.engine_part(state, self._orders.kind),
+        state = _checkpoint.read_state(_checkpoint.upgrade_engine_part(state, self._orders.kind),
                                        self._spec, self._dataset_length)
         position = _checkpoint.position_of(state)
         orders = self._orders.loaded(state["order_sampler"], position, int(state["order_offset"]))

@@ -29,6 +29,18 @@ from dataset_kit.io.data_iter import DataBatch, DataDesc, DataIter
 PAD_RULES = ("padding", "rolled", "wrapped")
 # The door's name in its states, and its fields (missing ones: states of 0.1).
 DOOR = "mxnet"
+_FLAGS = ("epoch_open", "exhausted")
+
+
+def _old_state(state: dict) -> tuple[Any, dict] | None:
+    """This door's state before the envelope (version 2): ``{"engine", "epoch_open",
+    "exhausted"}``."""
+    if "engine" in state and set(state) <= {"engine", *_FLAGS}:
+        return state["engine"], {key: state[key] for key in _FLAGS if key in state}
+    return None
+
+
+_checkpoint.register_upgrade(DOOR, _old_state)
 _FIELDS = {"epoch_open": _checkpoint.flag(default=True),
            "exhausted": _checkpoint.flag(default=False)}
 

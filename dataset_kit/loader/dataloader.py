@@ -39,6 +39,9 @@ from dataset_kit.loader.samplers import (
     as_order_sampler,
 )
 
+# Before the envelope (versions 1 and 2) this door saved the bare engine state.
+states.register_upgrade("gluon", bare_engine_states=True)
+
 
 class DataLoader:
     """Loads a dataset in batches, one epoch per ``iter(loader)`` (Gluon's ``DataLoader``).
