@@ -36,7 +36,7 @@ from dataset_kit.engine._fetch import fetch_batch
 from dataset_kit.engine._orders import Orders
 from dataset_kit.engine._run import PlainRun, plain_run
 from dataset_kit.engine._spec import BatchSpec
-from dataset_kit.engine._statemachine import BatchPlan, Position
+from dataset_kit.engine._statemachine import BatchPlan, LastBatch, Position, last_batch_policy
 from dataset_kit.engine._window import EngineStatistics, PrefetchWindow
 from dataset_kit.engine.protocols import BatchStops
 from dataset_kit.engine.samplers import ShuffleOrderSampler, draw_seed
@@ -61,7 +61,8 @@ class Engine:
             :func:`~dataset_kit.example_rng`; drawn from the OS when None and
             kept in the checkpoint.
         last_batch: how each epoch ends: None (Chainer's), ``'keep'``,
-            ``'discard'``, ``'rollover'`` or ``'pad'``.
+            ``'discard'``, ``'rollover'`` or ``'pad'``, or that policy's
+            :class:`LastBatch` (a door's table translates its own words).
         executor: where batches are built: an :class:`ExecutorSpec` (built
             with :func:`make_executor`), an executor, or None for a
             :class:`SerialExecutor`.
@@ -79,7 +80,7 @@ class Engine:
 
     def __init__(self, dataset: Any, *, batch_size: int | None, repeat: bool = True,
                  shuffle: bool | None = None, order_sampler: Any = None,
-                 seed: int | None = None, last_batch: str | None = None,
+                 seed: int | None = None, last_batch: str | LastBatch | None = None,
                  executor: Executor | ExecutorSpec | None = None,
                  hold_between_epochs: bool = False) -> None:
         if batch_size is not None or not isinstance(order_sampler, BatchStops):
@@ -103,7 +104,8 @@ class Engine:
             assert self._orders.stops_of is not None
             sizes = np.diff(self._orders.stops_of(0), prepend=0)
             batch_size = int(sizes.max()) if len(sizes) else 1
-        self._spec = BatchSpec(batch_size, self._orders.epoch_size, bool(repeat), last_batch)
+        self._spec = BatchSpec(batch_size, self._orders.epoch_size, bool(repeat),
+                               last_batch_policy(last_batch).name)
         if isinstance(executor, ExecutorSpec):
             executor = make_executor(executor, dataset)
         # Our own serial executor builds a batch with fetch_batch and nothing
@@ -299,7 +301,7 @@ class Engine:
         """
         p, spec = self._position, self._spec
         if not (spec.repeat and spec.epoch_size and p.current_position == 0
-                and spec.last_batch in ("discard", "rollover")
+                and spec.policy.may_yield_empty_epochs
                 and spec.batches_per_epoch(p.carry) == 0):
             return False
         self._raise_deferred()
