@@ -17,7 +17,8 @@ table of translations onto the names below, and uses no others:
   callable order sampler, plus :class:`RandomAccessOrder`,
   :class:`BatchStops`, :class:`StatefulSampler`, :class:`OffsetOrder`
   (an epoch that begins at an offset of a cut order); :class:`OrderSampler` and
-  :class:`ShuffleOrderSampler` are ready implementations. The dataset
+  :class:`ShuffleOrderSampler` are ready implementations, and
+  :func:`sampler_kind` the name a state records for a sampler. The dataset
   protocols: :class:`MapDataset` and :class:`BatchDataset`.
 * The converter hook (:data:`Converter`, ``ExecutorSpec(converter=...)``).
 * Adapters for users' samplers: :class:`IterableOrder` (an iterable of
@@ -49,7 +50,6 @@ from dataset_kit.engine.protocols import (
     OffsetOrder,
     OrderSamplerLike,
     RandomAccessOrder,
-    SizedDataset,
     StatefulSampler,
 )
 from dataset_kit.engine.samplers import (
@@ -58,6 +58,7 @@ from dataset_kit.engine.samplers import (
     OrderSampler,
     ShuffleOrderSampler,
     draw_seed,
+    sampler_kind,
 )
 
 __all__ = [
@@ -83,11 +84,11 @@ __all__ = [
     "RandomAccessOrder",
     "SamplerMismatchError",
     "ShuffleOrderSampler",
-    "SizedDataset",
     "StatefulSampler",
     "TimeoutWarning",
     "WorkerDiedError",
     "WorkerError",
     "draw_seed",
     "make_executor",
+    "sampler_kind",
 ]
