@@ -33,11 +33,11 @@ from dataset_kit.engine import (
     OrderSampler,
     RandomAccessOrder,
     draw_seed,
+    sampler_kind,
 )
 from dataset_kit.engine import (
     states as _checkpoint,
 )
-from dataset_kit.engine.samplers import sampler_kind
 from dataset_kit.iterators._chainer_api import ChainerIterator
 
 # The door's name in its states.
