@@ -155,7 +155,7 @@ def _plan(parts: list, epochs: list, pad: int = 0) -> BatchPlan:
 
 
 def advance(
-    position: Position, batch_size: int, dataset_length: int, repeat: bool, order_of: OrderOf,
+    position: Position, batch_size: int, epoch_size: int, repeat: bool, order_of: OrderOf,
     last_batch: str | LastBatch | None = None, stops_of: OrderOf | None = None,
 ) -> tuple[Position, BatchPlan] | None:
     """Return the position after the next batch and that batch's plan.
@@ -167,7 +167,7 @@ def advance(
     Args:
         position: the current position.
         batch_size: examples per batch (positive).
-        dataset_length: examples per epoch (the length of each order).
+        epoch_size: examples per epoch (the length of each order).
         repeat: whether epochs repeat.
         order_of: maps an epoch number to its order array, or None for the
             identity order.
@@ -184,7 +184,7 @@ def advance(
     Raises:
         ValueError: if ``repeat`` is set and the dataset is empty.
     """
-    n = dataset_length
+    n = epoch_size
     if not repeat and (position.epoch > 0 or n == 0):
         return None
     if n == 0:
@@ -235,7 +235,7 @@ def advance(
     return next_position, plan
 
 
-def plain_bounds(position: Position, batch_size: int, dataset_length: int, repeat: bool,
+def plain_bounds(position: Position, batch_size: int, epoch_size: int, repeat: bool,
                  last_batch: str | LastBatch | None = None,
                  stops: np.ndarray | None = None) -> Sequence[int] | None:
     """Return where the *plain* batches ahead of ``position`` start and end, if any.
@@ -244,7 +244,7 @@ def plain_bounds(position: Position, batch_size: int, dataset_length: int, repea
     next-epoch example and does not end its epoch: batch ``k`` is then
     ``order[bounds[k]:bounds[k + 1]]`` of the epoch in progress, and
     :func:`advance` would return ``Position(epoch, bounds[k + 1], False,
-    epoch + bounds[k] / dataset_length, 0)`` for it, asking no order but the
+    epoch + bounds[k] / epoch_size, 0)`` for it, asking no order but the
     epoch's own. Most batches of an epoch are plain, so an engine can cut them
     from the order without stepping the machine (and the batches around them,
     which end epochs or cross them, are left to :func:`advance`).
@@ -252,7 +252,7 @@ def plain_bounds(position: Position, batch_size: int, dataset_length: int, repea
     Args:
         position: the current position.
         batch_size: examples per batch.
-        dataset_length: examples per epoch.
+        epoch_size: examples per epoch.
         repeat: whether epochs repeat.
         last_batch: the last-batch policy.
         stops: the epoch's batch ends (a batch sampler's), or None.
@@ -261,7 +261,7 @@ def plain_bounds(position: Position, batch_size: int, dataset_length: int, repea
         The bounds (at least two, the first being the current position), or
         None when the next batch is not plain.
     """
-    n, pos, b = dataset_length, position.current_position, batch_size
+    n, pos, b = epoch_size, position.current_position, batch_size
     if n == 0 or position.carry or (not repeat and position.epoch > 0):
         return None
     bounds: Sequence[int]
