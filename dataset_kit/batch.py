@@ -51,7 +51,7 @@ class ExampleBatch(Sequence):
         self._examples: list | None = None
 
     @classmethod
-    def _trusted(cls, columns: np.ndarray | tuple | dict, length: int) -> ExampleBatch:
+    def from_checked(cls, columns: np.ndarray | tuple | dict, length: int) -> ExampleBatch:
         """Build a batch from columns the caller has already checked (hot path)."""
         batch = cls.__new__(cls)
         batch._columns = columns

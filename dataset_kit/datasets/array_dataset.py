@@ -56,7 +56,7 @@ class ArrayDataset(Dataset):
     def get_batch(self, indices: np.ndarray) -> Sequence[Any]:
         if self._stacked is not None:
             gathered = tuple(take_rows(a, indices) for a in self._stacked)
-            return ExampleBatch._trusted(gathered[0] if len(gathered) == 1 else gathered,
+            return ExampleBatch.from_checked(gathered[0] if len(gathered) == 1 else gathered,
                                          len(indices))
         columns = [fetch_examples(a, indices) for a in self._arrays]
         return list(columns[0]) if len(columns) == 1 else list(zip(*columns))

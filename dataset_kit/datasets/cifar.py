@@ -47,8 +47,8 @@ def get_cifar100_labels(mirrors: Sequence[str] | None = None) -> list[str]:
         DownloadError: if no mirror could be reached.
     """
     def create(path: str) -> list[str]:
-        with tarfile.open(_archive("cifar-100", mirrors), "r:gz") as archive:
-            names = _unpickle(archive, "cifar-100-python/meta")["fine_label_names"]
+        with tarfile.open(archive_path("cifar-100", mirrors), "r:gz") as archive:
+            names = unpickle_member(archive, "cifar-100-python/meta")["fine_label_names"]
         with open(path, "w", encoding="utf-8") as f:
             f.write("\n".join(names) + "\n")
         return list(names)
@@ -61,12 +61,18 @@ def get_cifar100_labels(mirrors: Sequence[str] | None = None) -> list[str]:
     return cache_or_load_file(os.path.join(directory, "cifar-100-labels.txt"), create, load)
 
 
-def _archive(name: str, mirrors: Sequence[str] | None) -> str:
+def archive_path(name: str, mirrors: Sequence[str] | None) -> str:
+    """Return the path of the cached CIFAR archive ``name`` (downloaded if missing)."""
     file = f"{name}-python.tar.gz"
     return fetch(file, CHECKSUMS[file], [u + file for u in UPSTREAM], mirrors)
 
 
-def _unpickle(archive: tarfile.TarFile, member: str) -> dict:
+def unpickle_member(archive: tarfile.TarFile, member: str) -> dict:
+    """Return the unpickled dict of ``member`` of a CIFAR ``archive``.
+
+    Raises:
+        ValueError: naming the member, if the archive lacks it.
+    """
     f = archive.extractfile(member)
     if f is None:
         # Our archives are opened from a str path, so name is that path.
@@ -76,20 +82,21 @@ def _unpickle(archive: tarfile.TarFile, member: str) -> dict:
     return pickle.load(f, encoding="latin-1")
 
 
-def _raw(name: str, mirrors: Sequence[str] | None) -> dict:
+def read_raw(name: str, mirrors: Sequence[str] | None) -> dict:
+    """Return the raw arrays of CIFAR ``name`` (``"cifar-10"``/``"cifar-100"``), cached as npz."""
     def create(path: str) -> dict:
-        with tarfile.open(_archive(name, mirrors), "r:gz") as archive:
+        with tarfile.open(archive_path(name, mirrors), "r:gz") as archive:
             if name == "cifar-10":
-                batches = [_unpickle(archive, f"cifar-10-batches-py/data_batch_{k}")
+                batches = [unpickle_member(archive, f"cifar-10-batches-py/data_batch_{k}")
                            for k in range(1, 6)]
-                test = _unpickle(archive, "cifar-10-batches-py/test_batch")
+                test = unpickle_member(archive, "cifar-10-batches-py/test_batch")
                 train_x = np.concatenate([b["data"] for b in batches]).reshape(-1, 3072)
                 train_y = np.concatenate([b["labels"] for b in batches]).astype(np.uint8)
                 test_x = test["data"].reshape(-1, 3072)
                 test_y = np.asarray(test["labels"], np.uint8)
             else:
-                train = _unpickle(archive, "cifar-100-python/train")
-                test = _unpickle(archive, "cifar-100-python/test")
+                train = unpickle_member(archive, "cifar-100-python/train")
+                test = unpickle_member(archive, "cifar-100-python/test")
                 train_x = train["data"].reshape(-1, 3072)
                 train_y = np.asarray(train["fine_labels"], np.uint8)
                 test_x = test["data"].reshape(-1, 3072)
@@ -122,7 +129,7 @@ def _load(name: str, withlabel: bool, ndim: int, scale: float, dtype: Any,
           mirrors: Sequence[str] | None) -> tuple[Any, Any]:
     if ndim not in (1, 3):
         raise ValueError(f"ndim must be 1 or 3 for CIFAR, got {ndim!r}")
-    raw = _raw(name, mirrors)
+    raw = read_raw(name, mirrors)
     return (_preprocess(raw["train_x"], raw["train_y"], withlabel, ndim, scale, dtype),
             _preprocess(raw["test_x"], raw["test_y"], withlabel, ndim, scale, dtype))
 

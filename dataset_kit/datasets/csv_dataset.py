@@ -101,7 +101,7 @@ class CSVArrayDataset(DatasetMixin):
         return self._rows(np.array([i]))[0]
 
     def get_batch(self, indices: np.ndarray) -> Sequence[Any]:
-        return ExampleBatch._trusted(self._rows(indices), len(indices))
+        return ExampleBatch.from_checked(self._rows(indices), len(indices))
 
     def _rows(self, indices: np.ndarray) -> np.ndarray:
         if len(indices) == 0:

@@ -80,13 +80,13 @@ def _mnist_arrays(family: str, root: str, train: bool) -> tuple[np.ndarray, np.n
     images = os.path.join(root, f"{prefix}-images-idx3-ubyte.gz")
     labels = os.path.join(root, f"{prefix}-labels-idx1-ubyte.gz")
     if os.path.isfile(images) and os.path.isfile(labels):
-        x, y = mnist._read_idx(images, 2051), mnist._read_idx(labels, 2049)
+        x, y = mnist.read_idx(images, 2051), mnist.read_idx(labels, 2049)
         if len(x) != len(y):
             raise ValueError(f"{images} holds {len(x)} images but {labels} {len(y)} labels")
         if x.shape[1] != 28 * 28:
             raise ValueError(f"{images} holds images of {x.shape[1]} pixels, expected 28 x 28")
     else:
-        raw = mnist._split(family, "train" if train else "test", None)
+        raw = mnist.read_split(family, "train" if train else "test", None)
         x, y = raw["x"], raw["y"]
     return x.reshape(-1, 28, 28, 1), y.astype(np.int32)
 
@@ -147,8 +147,8 @@ def _cifar100_coarse_labels(train: bool) -> np.ndarray:
     def create(path: str) -> dict:
         import tarfile
 
-        with tarfile.open(cifar._archive("cifar-100", None), "r:gz") as archive:
-            raw = {split: np.asarray(cifar._unpickle(archive, f"cifar-100-python/{split}")
+        with tarfile.open(cifar.archive_path("cifar-100", None), "r:gz") as archive:
+            raw = {split: np.asarray(cifar.unpickle_member(archive, f"cifar-100-python/{split}")
                                      ["coarse_labels"], dtype=np.uint8)
                    for split in ("train", "test")}
         np.savez_compressed(path, train=raw["train"], test=raw["test"])
@@ -194,7 +194,7 @@ class CIFAR10(_VisionDataset):
         super().__init__(images.transpose(0, 2, 3, 1), labels.astype(np.int32), transform)
 
     def _from_cache(self) -> tuple[np.ndarray, np.ndarray]:
-        raw = cifar._raw("cifar-10", None)
+        raw = cifar.read_raw("cifar-10", None)
         split = "train" if self._train else "test"
         return raw[f"{split}_x"].reshape(-1, 3, 32, 32), raw[f"{split}_y"]
 
@@ -228,7 +228,7 @@ class CIFAR100(CIFAR10):
                                 transform)
 
     def _from_cache(self) -> tuple[np.ndarray, np.ndarray]:
-        raw = cifar._raw("cifar-100", None)
+        raw = cifar.read_raw("cifar-100", None)
         split = "train" if self._train else "test"
         labels = raw[f"{split}_y"] if self._fine_label else _cifar100_coarse_labels(self._train)
         return raw[f"{split}_x"].reshape(-1, 3, 32, 32), labels

@@ -79,7 +79,12 @@ def get_kuzushiji_mnist_labels() -> list[tuple[str, str]]:
     return list(_KUZUSHIJI_LABELS)
 
 
-def _read_idx(path: str, magic: int) -> np.ndarray:
+def read_idx(path: str, magic: int) -> np.ndarray:
+    """Return the array of a gzipped IDX file whose magic number must be ``magic``.
+
+    Raises:
+        ValueError: naming ``path``, if the magic or the size does not match its header.
+    """
     with gzip.open(path, "rb") as f:
         data = f.read()
     found = int.from_bytes(data[:4], "big")
@@ -92,14 +97,15 @@ def _read_idx(path: str, magic: int) -> np.ndarray:
     return values.reshape(dims[0], -1) if len(dims) > 1 else values
 
 
-def _split(family: str, split: str, mirrors: Sequence[str] | None) -> Any:
+def read_split(family: str, split: str, mirrors: Sequence[str] | None) -> Any:
+    """Return the raw arrays of split ``split`` of MNIST-like ``family``, cached as npz."""
     prefix = "train" if split == "train" else "t10k"
 
     def create(path: str) -> dict:
         names = (f"{prefix}-images-idx3-ubyte.gz", f"{prefix}-labels-idx1-ubyte.gz")
         x_path, y_path = (fetch(n, CHECKSUMS[family][n], [u + n for u in UPSTREAM[family]],
                                 mirrors) for n in names)
-        x, y = _read_idx(x_path, 2051), _read_idx(y_path, 2049)
+        x, y = read_idx(x_path, 2051), read_idx(y_path, 2049)
         if len(x) != len(y):
             raise ValueError(f"{family} {split}: {len(x)} images but {len(y)} labels")
         np.savez_compressed(path, x=x, y=y)
@@ -132,7 +138,7 @@ def _loader(family: str) -> Any:
     def load(withlabel: bool = True, ndim: int = 1, scale: float = 1.0, dtype: Any = None,
              label_dtype: Any = np.int32, rgb_format: bool = False,
              mirrors: Sequence[str] | None = None) -> tuple[Any, Any]:
-        return tuple(_preprocess(_split(family, split, mirrors), withlabel, ndim, scale, dtype,
+        return tuple(_preprocess(read_split(family, split, mirrors), withlabel, ndim, scale, dtype,
                                  label_dtype, rgb_format) for split in ("train", "test"))
 
     return load

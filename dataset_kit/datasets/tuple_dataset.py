@@ -77,15 +77,15 @@ class TupleDataset(DatasetMixin):
         if arrays is not None:
             if len(arrays) == 2:  # (x, y), the commonest, without a comprehension's frame
                 x, y = arrays
-                return ExampleBatch._trusted((take_rows(x, indices), take_rows(y, indices)),
+                return ExampleBatch.from_checked((take_rows(x, indices), take_rows(y, indices)),
                                             len(indices))
-            return ExampleBatch._trusted(tuple([take_rows(a, indices) for a in arrays]),
+            return ExampleBatch.from_checked(tuple([take_rows(a, indices) for a in arrays]),
                                         len(indices))
         columns = [_gather(d, indices) for d in self._datasets]
         stacked = [_stacked(c) for c in columns]
         if all(c is not None for c in stacked):
             # Columns from datasets that answer with stacked arrays stay stacked.
-            return ExampleBatch._trusted(tuple(stacked), len(indices))
+            return ExampleBatch.from_checked(tuple(stacked), len(indices))
         return list(zip(*columns))
 
 
@@ -118,7 +118,7 @@ class DictDataset(DatasetMixin):
 
     def get_batch(self, indices: np.ndarray) -> Sequence[dict]:
         if self._arrays is not None:
-            return ExampleBatch._trusted(
+            return ExampleBatch.from_checked(
                 {name: take_rows(a, indices) for name, a in self._arrays.items()}, len(indices))
         columns = {name: _gather(d, indices) for name, d in self._datasets.items()}
         keys = list(columns)

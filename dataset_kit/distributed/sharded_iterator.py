@@ -33,15 +33,32 @@ from dataset_kit.engine import (
     OrderSampler,
     RandomAccessOrder,
     draw_seed,
+    sampler_kind,
 )
 from dataset_kit.engine import (
     states as _checkpoint,
 )
-from dataset_kit.engine.samplers import sampler_kind
 from dataset_kit.iterators._chainer_api import ChainerIterator
 
 # The door's name in its states.
 DOOR = "sharded"
+# Policies of earlier releases under their engine names.
+_RENAMED_POLICIES = {"drop": "discard"}
+
+
+def _old_state(state: dict) -> tuple[Any, dict] | None:
+    """This door's state of version 1: format ``"dataset_kit.sharded_iterator"``."""
+    if not (_checkpoint.same(state.get("format"), "dataset_kit.sharded_iterator")
+            and _checkpoint.same(state.get("version"), 1)):
+        return None
+    fields = {key: value for key, value in state.items() if key not in ("format", "version")}
+    policy = fields.get("last_batch")
+    if isinstance(policy, str):
+        fields["last_batch"] = _RENAMED_POLICIES.get(policy, policy)
+    return None, fields
+
+
+_checkpoint.register_upgrade(DOOR, _old_state)
 
 
 class _RankShareSampler(OrderSampler):
@@ -305,23 +322,19 @@ class ShardedIterator(ChainerIterator):
             "ranks": _checkpoint.anything(required=False),
             "batch_size": _checkpoint.anything(required=False),
         }, with_engine=False)
-        epoch, start = door["epoch"], door["global_position"]
-        local = engine.state_dict()
-        local.update(epoch=epoch, current_position=0, carry=0, order_offset=0,
-                     is_new_epoch=door["is_new_epoch"],
-                     previous_epoch_detail=door["previous_epoch_detail"])
-        local["order_sampler"] = {"kind": _RankShareSampler.state_kind}
-        if door["order_sampler"] is not None:
-            local["order_sampler"]["state"] = door["order_sampler"]
+        epoch, start, is_new_epoch = door["epoch"], door["global_position"], door["is_new_epoch"]
+        offset = position = 0
         if start:
             left = share_length(size - start, sampler.ranks, sampler.batch_size, sampler.policy)
             if left == 0:  # nothing of the epoch is left for this rank
-                local.update(epoch=epoch + 1, is_new_epoch=True)
+                epoch, is_new_epoch = epoch + 1, True
             else:
                 # The engine begins the epoch at global position ``start``: its
                 # cut of the rest of the global order ends the local epoch.
-                local.update(order_offset=start, current_position=engine.epoch_size - left)
-        engine.load_state_dict(local)
+                offset, position = start, engine.epoch_size - left
+        engine.seek(epoch=epoch, position=position, is_new_epoch=is_new_epoch,
+                    previous_epoch_detail=door["previous_epoch_detail"], order_offset=offset,
+                    sampler_state=door["order_sampler"])
 
     def serialize(self, serializer: Any) -> None:
         """Save or load the global state through Chainer's serializer protocol.

@@ -8,13 +8,17 @@ table of translations onto the names below, and uses no others:
   ``epoch()`` (the batches of one epoch), ``state_dict()`` /
   ``load_state_dict()``, and read-only properties for what a door reports
   (``position``, ``last_plan``, ``batch_size``, ``epoch_size``...).
+* :class:`LastBatch` and :data:`LAST_BATCH` — the last-batch policies, each
+  as the properties the engine reads; a door translates its own words into
+  them in one table.
 * :class:`ExecutorSpec` and :func:`make_executor` — where batches are built
   (serial, threads, processes), checked once; :data:`DEFAULT_BATCH_TIMEOUT`.
 * The sampler capabilities (:mod:`~dataset_kit.engine.protocols`): any
   callable order sampler, plus :class:`RandomAccessOrder`,
   :class:`BatchStops`, :class:`StatefulSampler`, :class:`OffsetOrder`
   (an epoch that begins at an offset of a cut order); :class:`OrderSampler` and
-  :class:`ShuffleOrderSampler` are ready implementations. The dataset
+  :class:`ShuffleOrderSampler` are ready implementations, and
+  :func:`sampler_kind` the name a state records for a sampler. The dataset
   protocols: :class:`MapDataset` and :class:`BatchDataset`.
 * The converter hook (:data:`Converter`, ``ExecutorSpec(converter=...)``).
 * Adapters for users' samplers: :class:`IterableOrder` (an iterable of
@@ -29,7 +33,7 @@ Everything in a module whose name starts with ``_`` is private to the engine.
 from dataset_kit.engine._engine import Engine
 from dataset_kit.engine._executor_spec import DEFAULT_BATCH_TIMEOUT, ExecutorSpec, make_executor
 from dataset_kit.engine._spec import BatchSpec
-from dataset_kit.engine._statemachine import BatchPlan, Position
+from dataset_kit.engine._statemachine import LAST_BATCH, BatchPlan, LastBatch, Position
 from dataset_kit.engine._window import EngineStatistics
 from dataset_kit.engine.errors import (
     BatchTimeoutError,
@@ -46,7 +50,6 @@ from dataset_kit.engine.protocols import (
     OffsetOrder,
     OrderSamplerLike,
     RandomAccessOrder,
-    SizedDataset,
     StatefulSampler,
 )
 from dataset_kit.engine.samplers import (
@@ -55,10 +58,12 @@ from dataset_kit.engine.samplers import (
     OrderSampler,
     ShuffleOrderSampler,
     draw_seed,
+    sampler_kind,
 )
 
 __all__ = [
     "DEFAULT_BATCH_TIMEOUT",
+    "LAST_BATCH",
     "BatchDataset",
     "BatchListOrder",
     "BatchPlan",
@@ -70,6 +75,7 @@ __all__ = [
     "EngineStatistics",
     "ExecutorSpec",
     "IterableOrder",
+    "LastBatch",
     "MapDataset",
     "OffsetOrder",
     "OrderSampler",
@@ -78,11 +84,11 @@ __all__ = [
     "RandomAccessOrder",
     "SamplerMismatchError",
     "ShuffleOrderSampler",
-    "SizedDataset",
     "StatefulSampler",
     "TimeoutWarning",
     "WorkerDiedError",
     "WorkerError",
     "draw_seed",
     "make_executor",
+    "sampler_kind",
 ]

@@ -6,22 +6,29 @@ position, the batches in flight and the checkpoint; an executor (serial,
 threads, processes) only decides where a planned batch is built.
 
 It keeps two positions: ``position``, what the caller has consumed (the only
-thing a checkpoint records), and ``_planned``, how far batches have been
-planned ahead (equal for a serial executor, ahead of it for prefetching ones).
-Prefetched batches are never consumed by a checkpoint: after a load they are
-discarded and planned again.
+thing a checkpoint records), and how far batches have been planned ahead,
+which its :class:`~._window.PrefetchWindow` owns (equal for a serial
+executor, ahead of it for prefetching ones). Prefetched batches are never
+consumed by a checkpoint: after a load, a seek or a move they are discarded
+and planned again.
+
+The parts that own state of their own are classes of their own, each tested
+alone: :class:`~._orders.Orders` (the order of each epoch),
+:class:`~._window.PrefetchWindow` (the batches in flight),
+:class:`~._run.PlainRun` (the plain batches ahead, cut straight from the
+order), :class:`~._epoch.EpochIterator` (one epoch's batches). The state
+format is :mod:`._checkpoint`'s.
 """
 
 from __future__ import annotations
 
 import copy
-from collections import deque
 from typing import Any
 
 import numpy as np
 
 from dataset_kit._checks import non_negative_int, positive_int
-from dataset_kit.engine import _engine_state, _moves, _window
+from dataset_kit.engine import _checkpoint
 from dataset_kit.engine._epoch import EpochIterator
 from dataset_kit.engine._executor_spec import ExecutorSpec, make_executor
 from dataset_kit.engine._executors import Executor, SerialExecutor
@@ -29,8 +36,8 @@ from dataset_kit.engine._fetch import fetch_batch
 from dataset_kit.engine._orders import Orders
 from dataset_kit.engine._run import PlainRun, plain_run
 from dataset_kit.engine._spec import BatchSpec
-from dataset_kit.engine._statemachine import BatchPlan, Position
-from dataset_kit.engine._window import EngineStatistics
+from dataset_kit.engine._statemachine import BatchPlan, LastBatch, Position, last_batch_policy
+from dataset_kit.engine._window import EngineStatistics, PrefetchWindow
 from dataset_kit.engine.protocols import BatchStops
 from dataset_kit.engine.samplers import ShuffleOrderSampler, draw_seed
 
@@ -54,7 +61,8 @@ class Engine:
             :func:`~dataset_kit.example_rng`; drawn from the OS when None and
             kept in the checkpoint.
         last_batch: how each epoch ends: None (Chainer's), ``'keep'``,
-            ``'discard'``, ``'rollover'`` or ``'pad'``.
+            ``'discard'``, ``'rollover'`` or ``'pad'``, or that policy's
+            :class:`LastBatch` (a door's table translates its own words).
         executor: where batches are built: an :class:`ExecutorSpec` (built
             with :func:`make_executor`), an executor, or None for a
             :class:`SerialExecutor`.
@@ -72,7 +80,7 @@ class Engine:
 
     def __init__(self, dataset: Any, *, batch_size: int | None, repeat: bool = True,
                  shuffle: bool | None = None, order_sampler: Any = None,
-                 seed: int | None = None, last_batch: str | None = None,
+                 seed: int | None = None, last_batch: str | LastBatch | None = None,
                  executor: Executor | ExecutorSpec | None = None,
                  hold_between_epochs: bool = False) -> None:
         if batch_size is not None or not isinstance(order_sampler, BatchStops):
@@ -96,23 +104,22 @@ class Engine:
             assert self._orders.stops_of is not None
             sizes = np.diff(self._orders.stops_of(0), prepend=0)
             batch_size = int(sizes.max()) if len(sizes) else 1
-        self._spec = BatchSpec(batch_size, self._orders.epoch_size, bool(repeat), last_batch)
+        self._spec = BatchSpec(batch_size, self._orders.epoch_size, bool(repeat),
+                               last_batch_policy(last_batch).name)
         if isinstance(executor, ExecutorSpec):
             executor = make_executor(executor, dataset)
         # Our own serial executor builds a batch with fetch_batch and nothing
         # else, so a plain batch can be fetched without its submit/collect.
         self._fetches_itself = executor is None
         self._executor = SerialExecutor(dataset) if executor is None else executor
-        self._hold = bool(hold_between_epochs)
-        # The position, planned position and last plan as of the last batch
-        # not taken from a run; see _settle() and the properties below.
-        self._settled_position = self._settled_planned = Position()
-        self._settled_plan: BatchPlan | None = None
-        self._pending: deque = deque()  # (position after, plan, handle), in plan order
+        self._window = PrefetchWindow(self._executor, self._spec, bool(hold_between_epochs))
+        self._position = Position()  # what the caller consumed
+        self._last_plan: BatchPlan | None = None
+        # A failure of prefetching after a batch was handed out: raised on the next call.
         self._deferred: BaseException | None = None
-        self._most_in_flight = 0
         # The plain batches ahead of the position (see _run), for an executor
-        # that builds each batch when asked; None while there are none.
+        # that builds each batch when asked; None while there are none. While
+        # there is a run the window is empty and plans from the position.
         self._run: PlainRun | None = None
 
     # -- what doors read ---------------------------------------------------------
@@ -203,7 +210,7 @@ class Engine:
             start, stop = bounds[k], bounds[k + 1]
             plan = _new(BatchPlan, (run.indices[start - base:stop - base], epoch, 0))
             if not run.recomputable:
-                self._orders.note_start(epoch, start)  # as _window.fill notes it (stateful sampler)
+                self._orders.note_start(epoch, start)  # as the window notes it (stateful sampler)
             if run.fetches:
                 batch = fetch_batch(self._dataset, plan, self._seed, True)
             else:
@@ -211,8 +218,9 @@ class Engine:
                 executor.ensure_open()
                 batch = executor.collect(executor.submit(plan, self._seed))
             # Consumed only once built: a batch whose building raised is asked again.
-            # The position and plan it leaves are derived when asked (_settle).
             run.taken = k + 1
+            self._position = _new(Position, (epoch, stop, False, epoch + start / run.epoch_size, 0))
+            self._last_plan = plan
             return batch
         spec = self._spec
         if spec.repeat and spec.epoch_size and not spec.yields_batches:
@@ -220,19 +228,16 @@ class Engine:
                 f"last_batch={spec.last_batch!r} with batch_size={spec.batch_size} larger than "
                 f"the epoch ({spec.epoch_size} examples): every epoch is empty, so there is "
                 f"no next batch")
-        if self._deferred is not None:
-            error, self._deferred = self._deferred, None
-            raise error
+        self._raise_deferred()
         self._executor.ensure_open()
+        if run is not None:
+            self._discard()  # the run is used up: plan from the position again
+        window = self._window
         while True:
-            try:
-                _window.fill(self)
-            except BaseException:
-                _window.discard(self)
-                raise
-            if not self._pending:
+            self._fill()
+            if not len(window):
                 raise StopIteration
-            position, plan, handle = self._pending.popleft()
+            position, plan, handle = window.pop()
             if handle is not None:
                 break
             self._consume(position, plan)  # an epoch without a batch
@@ -241,85 +246,41 @@ class Engine:
         except BaseException:
             # Not consumed: drop what was planned after it, so the next call
             # asks for the same batch again.
-            _window.discard(self)
+            self._discard()
             raise
         self._consume(position, plan)
         if self._executor.prefetches:
-            if not (self._hold and position.is_new_epoch):
+            if not self._window.holds_at(position):
                 try:
-                    _window.fill(self)
+                    self._fill()
                 except BaseException as error:
                     # The batch in hand is consumed already: deliver it, and
                     # report the failure on the next call.
-                    _window.discard(self)
                     self._deferred = error
         elif self._executor.depth == 1:
             # Each batch is built when asked: the plain batches ahead need no planning.
-            self._run = plain_run(self._position, self._orders, self._spec,
-                                 self._fetches_itself)
+            self._run = plain_run(position, self._orders, spec, self._fetches_itself)
         return batch
 
-    # -- the position, kept lazily while a run is taken ---------------------------
+    def _fill(self) -> None:
+        """Fill the prefetch window; if that raises, discard it (and re-raise)."""
+        try:
+            self._window.fill(self._position, self._orders, self._seed)
+        except BaseException:
+            self._discard()
+            raise
 
-    def _settle(self) -> None:
-        """Record the position and plan the last batch taken from the run left.
-
-        A plain batch only counts itself in its run (``taken``); its position
-        and plan are what advance() would have returned, built here when
-        something reads them, and only for the last one.
-        """
-        run = self._run
-        if run is None or run.settled == run.taken:
-            return
-        # Inline, not a method of the run: a loop that reads the position after
-        # every batch (Chainer's ``while it.epoch < n``) settles every batch.
-        k, epoch, base = run.taken - 1, run.epoch, run.base
-        start, stop = run.bounds[k], run.bounds[k + 1]
-        self._settled_position = self._settled_planned = _new(
-            Position, (epoch, stop, False, epoch + start / run.epoch_size, 0))
-        self._settled_plan = _new(BatchPlan, (run.indices[start - base:stop - base], epoch, 0))
-        run.settled = run.taken
-
-    def _drop_run(self) -> None:
-        self._settle()
+    def _discard(self) -> None:
+        """Drop the run and the window: the next batch is planned from the position."""
         self._run = None
+        self._window.discard(self._position)
 
-    @property
-    def _position(self) -> Position:
-        self._settle()
-        return self._settled_position
-
-    @_position.setter
-    def _position(self, position: Position) -> None:
-        self._drop_run()
-        self._settled_position = position
-
-    @property
-    def _planned(self) -> Position:
-        self._settle()
-        return self._settled_planned
-
-    @_planned.setter
-    def _planned(self, position: Position) -> None:
-        self._drop_run()
-        self._settled_planned = position
-
-    @property
-    def _last_plan(self) -> BatchPlan | None:
-        self._settle()
-        return self._settled_plan
-
-    @_last_plan.setter
-    def _last_plan(self, plan: BatchPlan | None) -> None:
-        self._drop_run()
-        self._settled_plan = plan
-
-    def skip_empty_epoch(self) -> bool:
-        """Consume the epoch about to start if it has no batch; return whether it did."""
-        return _moves.skip_empty_epoch(self)
+    def _raise_deferred(self) -> None:
+        if self._deferred is not None:
+            error, self._deferred = self._deferred, None
+            raise error
 
     def _consume(self, position: Position, plan: BatchPlan) -> None:
-        self._drop_run()
         if position.epoch != self._position.epoch:
             # Keep the orders a rolled-over batch still takes examples from.
             reach = -(-position.carry // self._spec.epoch_size) if position.carry else 1
@@ -327,7 +288,34 @@ class Engine:
         self._position = position
         self._last_plan = plan
 
-    # -- the prefetch window (see _window) ----------------------------------------
+    def skip_empty_epoch(self) -> bool:
+        """Consume the epoch about to start if it has no batch; return whether it did.
+
+        For doors that give one epoch per ``iter()`` (Gluon's DataLoader,
+        MXNet's NDArrayIter): with ``'discard'`` or ``'rollover'`` and batches
+        larger than the epoch, such an epoch yields nothing, and (for
+        ``'rollover'``) its examples open a later batch.
+
+        Raises:
+            RuntimeError: if the executor was closed or has failed.
+        """
+        p, spec = self._position, self._spec
+        if not (spec.repeat and spec.epoch_size and p.current_position == 0
+                and spec.policy.may_yield_empty_epochs
+                and spec.batches_per_epoch(p.carry) == 0):
+            return False
+        self._raise_deferred()
+        self._executor.ensure_open()
+        if self._run is not None:
+            self._discard()
+        if not len(self._window):
+            self._fill()
+        position, plan, handle = self._window.pop()
+        assert handle is None, "the step after an empty epoch's start is its empty step"
+        self._consume(position, plan)
+        return True
+
+    # -- the prefetch window ------------------------------------------------------
 
     def prefetch(self) -> None:
         """Start building the next batches now, before the first ``next()``.
@@ -335,7 +323,9 @@ class Engine:
         Raises:
             RuntimeError: if the executor was closed or has failed.
         """
-        _window.prefetch(self)
+        self._executor.ensure_open()
+        if self._executor.prefetches:
+            self._fill()
 
     @property
     def depth(self) -> int:
@@ -344,17 +334,16 @@ class Engine:
 
     def statistics(self) -> EngineStatistics:
         """Return what is in flight now, and the most that ever was."""
-        return _window.statistics(self)
+        return self._window.statistics()
 
     # -- copies ----------------------------------------------------------------
 
     def __getstate__(self) -> dict:
         # A copy starts from the consumed position: batches in flight (and
         # the threads or processes building them) belong to the original.
-        self._settle()
         state = self.__dict__.copy()
-        state.update(_pending=deque(), _settled_planned=self._settled_position, _deferred=None,
-                     _run=None)
+        state.update(_window=self._window.copy_for(self._executor, self._position),
+                     _deferred=None, _run=None)
         return state
 
     def __copy__(self) -> Engine:
@@ -362,9 +351,10 @@ class Engine:
         other.__dict__.update(self.__getstate__())
         other._orders = copy.copy(self._orders)
         other._executor = copy.copy(self._executor)
+        other._window = self._window.copy_for(other._executor, self._position)
         return other
 
-    # -- epochs ----------------------------------------------------------------
+    # -- epochs and their orders ------------------------------------------------
 
     @property
     def epoch_detail(self) -> float:
@@ -374,40 +364,169 @@ class Engine:
             self._position.epoch + self._position.current_position / n
 
     def current_order(self, epoch: int | None = None) -> np.ndarray | None:
-        """Return the order of the current epoch, or of ``epoch`` (see :mod:`._moves`)."""
-        return _moves.current_order(self, epoch)
+        """Return the order of the current epoch, or of ``epoch`` (None: identity, or an
+        empty dataset)."""
+        epoch = self._position.epoch if epoch is None else epoch
+        return self._orders.order_of(epoch) if self._spec.epoch_size else None
 
     def order_offset(self, epoch: int | None = None) -> int:
-        """Return where in its sampler's order the current epoch (or ``epoch``) began."""
-        return _moves.order_offset(self, epoch)
+        """Return where in its sampler's order the current epoch (or ``epoch``) began.
+
+        0 unless a state or :meth:`seek` began it at an offset (resuming at
+        global position ``k`` of an order that other ranks share); the epoch
+        then starts at :meth:`order_head`.
+        """
+        return self._orders.offset_of(self._position.epoch if epoch is None else epoch)[0]
 
     def order_head(self, epoch: int | None = None) -> int:
-        """Return the position where the current epoch (or ``epoch``) began."""
-        return _moves.order_head(self, epoch)
+        """Return the position where the current epoch (or ``epoch``) began (see
+        :meth:`order_offset`); 0 for an epoch begun at the start of its order."""
+        return self._orders.offset_of(self._position.epoch if epoch is None else epoch)[1]
 
     def pin_current_order(self, order: Any) -> None:
-        """Use ``order`` for the rest of the current epoch (a Chainer snapshot's order)."""
-        _moves.pin_current_order(self, order)
+        """Use ``order`` for the rest of the current epoch (a Chainer snapshot's order).
+
+        Later epochs' orders are asked of the sampler again.
+
+        Raises:
+            ValueError: if the iterator has no order sampler, or ``order`` does
+                not fit its epochs.
+        """
+        if self._order_sampler is None:
+            raise ValueError("this iterator visits examples in order; it has no order to pin")
+        self._discard()
+        self._orders.pin(self._position.epoch, order)
+        # Orders planned ahead for later epochs came from the replaced one.
+        self._orders.forget_after(self._position.epoch)
 
     def start_next_epoch(self, keep_rollover: bool = True) -> None:
-        """Leave the epoch in progress: the next batch opens the next epoch."""
-        _moves.start_next_epoch(self, keep_rollover)
+        """Leave the epoch in progress: the next batch opens the next epoch.
+
+        Mid-epoch, the rest of the epoch is skipped. At an epoch boundary
+        nothing changes, except that ``keep_rollover=False`` drops examples
+        waiting to roll over into the next epoch.
+        """
+        p = self._position
+        # At a boundary the last batch ended an epoch (a crossing batch may have
+        # begun the next one already), or nothing was consumed yet.
+        if p.is_new_epoch or p.previous_epoch_detail is None:
+            if keep_rollover or not p.carry:
+                return
+            next_position = p._replace(carry=0)
+        else:
+            next_position = Position(p.epoch + 1, 0, True, self.epoch_detail, 0)
+        self._position = next_position
+        self._discard()
 
     def reset(self) -> None:
-        """Start over from the first batch of epoch 0 (reopening a closed executor)."""
-        _moves.reset(self)
+        """Start over from the first batch of epoch 0 (reopening a closed executor).
+
+        A seeded shuffle replays the same orders; a stateful order sampler is
+        asked for a new epoch-0 order, as in Chainer.
+        """
+        self._deferred = None
+        self._orders.clear()
+        self._position = Position()
+        self._last_plan = None
+        self._discard()
+        self._executor.reopen()
 
     def close(self) -> None:
         """Release the executor's threads, processes and memory. Idempotent."""
-        _window.discard(self)
+        self._discard()
         self._executor.close()
 
     # -- checkpoints -----------------------------------------------------------
 
     def state_dict(self) -> dict:
-        """Return the engine's state: a small JSON-ready dict (see :mod:`._engine_state`)."""
-        return _engine_state.state_dict(self)
+        """Return the engine's state: a small JSON-ready dict (see :mod:`._checkpoint`).
+
+        A door puts it in its own state with
+        :func:`~dataset_kit.engine.states.wrap_state`.
+
+        It counts only the batches already handed to the caller, and does not
+        grow with the dataset unless a stateful order sampler forces it to
+        carry the current epoch's order.
+
+        Raises:
+            ValueError: if a stateful order sampler's orders would be needed for
+                a rolled-over tail longer than an epoch (only the previous
+                epoch's order is kept).
+        """
+        p, spec, orders = self._position, self._spec, self._orders
+        if p.carry > spec.epoch_size and not orders.recomputable:
+            raise ValueError(
+                f"cannot checkpoint a rolled-over tail of {p.carry} examples that spans several "
+                f"epochs of {spec.epoch_size} with order sampler {orders.kind!r}: "
+                f"it keeps one order per epoch; use a seeded sampler")
+        sampler = orders.state_dict(p.epoch, with_previous=p.carry > 0)
+        return _checkpoint.make_state(spec, self._dataset_length, p, self._seed, sampler,
+                                      self.order_offset())
 
     def load_state_dict(self, state: dict) -> None:
-        """Restore a state from :meth:`state_dict` of any engine over the same data."""
-        _engine_state.load_state_dict(self, state)
+        """Restore a state from :meth:`state_dict` of any engine over the same data.
+
+        The engine then yields exactly the batches the saved one would have
+        yielded next. Bare engine states of format versions 1 and 2 load too.
+        A state may begin the epoch in progress at an offset of its sampler's
+        order (``order_offset``, see :meth:`order_offset`).
+
+        Raises:
+            ValueError: if the state is not an engine state, has an unknown
+                format version, or was saved for another dataset length,
+                batching spec or order sampler, or its offset does not fit
+                the sampler.
+        """
+        # Check everything first, then apply: a rejected state changes nothing.
+        state = _checkpoint.read_state(_checkpoint.upgrade_engine_part(state, self._orders.kind),
+                                       self._spec, self._dataset_length)
+        position = _checkpoint.position_of(state)
+        orders = self._orders.loaded(state["order_sampler"], position, int(state["order_offset"]))
+        self._deferred = None
+        self._orders = orders
+        self._seed = int(state["seed"])
+        self._position = position
+        self._discard()
+
+    def seek(self, *, epoch: int, position: int = 0, is_new_epoch: bool = False,
+             previous_epoch_detail: float | None = None, order_offset: int = 0,
+             order: Any = None, sampler_state: Any = None) -> None:
+        """Move to ``position`` of ``epoch``, as if a state saying so were loaded.
+
+        For a door whose saved state is not the engine's own (Chainer's keys
+        in a snapshot, a global state cut among any number of ranks): it says
+        where to continue, and the engine checks and applies it exactly as
+        :meth:`load_state_dict` does. No example rolls over into the epoch.
+
+        Args:
+            epoch: the epoch to continue in.
+            position: where in that epoch's order the next batch starts.
+            is_new_epoch: whether the last batch handed out ended an epoch.
+            previous_epoch_detail: ``epoch_detail`` before that batch, or None.
+            order_offset: where in the sampler's order the epoch begins (the
+                rest of an order shared with other ranks; see
+                :meth:`order_offset`).
+            order: the epoch's order, to use instead of the sampler's (a
+                Chainer snapshot's), or None.
+            sampler_state: the order sampler's own state to load
+                (:class:`StatefulSampler`), or None to keep its current one.
+
+        Raises:
+            ValueError: naming the argument (as the state's key) and its value,
+                if one does not fit this engine: an epoch or position out of
+                range, an order of another length or not of the dataset's
+                indices, an offset the sampler cannot begin at, or a sampler
+                state the sampler refuses.
+        """
+        state = self.state_dict()
+        state.update(epoch=epoch, current_position=position, is_new_epoch=is_new_epoch,
+                     previous_epoch_detail=previous_epoch_detail, carry=0,
+                     order_offset=order_offset)
+        sampler = dict(state["order_sampler"])
+        if order is not None:
+            sampler["order"] = np.asarray(order).tolist()
+            sampler.pop("previous_order", None)
+        if sampler_state is not None:
+            sampler["state"] = sampler_state
+        state["order_sampler"] = sampler
+        self.load_state_dict(state)

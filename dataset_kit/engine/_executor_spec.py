@@ -70,7 +70,7 @@ class ExecutorSpec:
             :class:`~dataset_kit.iterators.BatchTimeoutError` and stops its
             workers; None waits as long as the workers live.
         converter: applied to each batch where it is built, or None.
-        worker_init: ``worker_init(worker_index, n_workers)``, run once in each
+        worker_init: ``worker_init(worker_index, workers)``, run once in each
             worker process before its first batch.
         max_tasks: batches a worker process builds before it is replaced.
         warn_after: seconds after which a slow batch is warned about
@@ -128,7 +128,6 @@ def make_executor(spec: ExecutorSpec, dataset: Any) -> Executor:
                               timeout=spec.timeout)
     assert spec.start_method is not None  # a process spec resolves it in __post_init__
     return ProcessExecutor(
-        dataset, n_workers=spec.workers, start_method=spec.start_method,
+        dataset, workers=spec.workers, start_method=spec.start_method,
         converter=spec.converter, worker_init=spec.worker_init, max_tasks=spec.max_tasks,
-        dataset_timeout=spec.warn_after, timeout=spec.timeout,
-        depth=2 * spec.workers if spec.depth is None else spec.depth)
+        warn_after=spec.warn_after, timeout=spec.timeout, depth=spec.depth)

@@ -14,22 +14,20 @@ so the batches are identical whatever the executor.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
-from dataset_kit.engine import _first_batch
 from dataset_kit.engine._fetch import fetch_batch
-from dataset_kit.engine._process_pool import (
+from dataset_kit.engine._process import first_batch as _first_batch
+from dataset_kit.engine._process.pool import (
     BatchTimeoutError,
     ProcessPool,
     WorkerDiedError,
     WorkerError,
 )
 from dataset_kit.engine._statemachine import BatchPlan
-
-Converter = Callable[[Any], Any]
+from dataset_kit.engine.protocols import Converter
 
 
 class Executor(Protocol):
@@ -120,30 +118,30 @@ class _Closable:
 
 
 class ThreadExecutor(_Closable):
-    """Builds whole batches ahead on ``n_threads`` threads.
+    """Builds whole batches ahead on ``workers`` threads.
 
     Args:
         dataset: the dataset (accessed from several threads).
-        n_threads: worker threads.
+        workers: worker threads.
         converter: applied to each batch in its thread, or None.
-        depth: batches in flight; ``2 * n_threads`` when None.
+        depth: batches in flight; ``2 * workers`` when None.
         timeout: seconds after which a batch not yet built is a
             :class:`~dataset_kit.iterators.BatchTimeoutError` (None: wait).
     """
 
     prefetches = True
 
-    def __init__(self, dataset: Any, n_threads: int, converter: Converter | None = None,
+    def __init__(self, dataset: Any, workers: int, converter: Converter | None = None,
                  depth: int | None = None, timeout: float | None = None) -> None:
         self._dataset = dataset
         self._converter = converter
-        self.n_threads = n_threads
-        self.depth = 2 * n_threads if depth is None else depth
+        self.workers = workers
+        self.depth = 2 * workers if depth is None else depth
         self.timeout = timeout
         self._pool = self._new_pool()
 
     def _new_pool(self) -> ThreadPoolExecutor:
-        return ThreadPoolExecutor(self.n_threads, thread_name_prefix="dataset_kit")
+        return ThreadPoolExecutor(self.workers, thread_name_prefix="dataset_kit")
 
     def submit(self, plan: BatchPlan, seed: int) -> Future:
         return self._pool.submit(_build, self._dataset, plan, seed, self._converter)
@@ -189,6 +187,26 @@ class ThreadExecutor(_Closable):
             self._pool.shutdown(wait=True, cancel_futures=True)
 
 
+class _Task(NamedTuple):
+    """A handle: one task sent to one worker."""
+
+    task_id: int
+    worker: Any
+
+
+class _Split(NamedTuple):
+    """A handle: a fresh pool's first batch, cut in parts that are joined in order."""
+
+    parts: list[_Task]
+
+
+class _Claimed(NamedTuple):
+    """A handle: a fresh pool's first batch, whose chunks forked workers claimed."""
+
+    parts: list[_Task]
+    size: int
+
+
 class ProcessExecutor(_Closable):
     """Builds whole batches ahead in worker processes, started on the first submit.
 
@@ -198,41 +216,41 @@ class ProcessExecutor(_Closable):
 
     Args:
         dataset: the dataset (pickled for ``spawn``/``forkserver``).
-        n_workers: worker processes.
-        n_prefetch: batches each worker keeps queued beyond the one it builds.
+        workers: worker processes.
         start_method: ``"fork"``, ``"forkserver"`` or ``"spawn"``.
         converter: applied to each batch in its worker, or None.
-        worker_init: ``worker_init(index, n_workers)`` run once per worker.
+        worker_init: ``worker_init(index, workers)`` run once per worker.
         max_tasks: batches a worker builds before it is replaced, or None.
-        dataset_timeout: seconds after which a slow batch is warned about.
+        warn_after: seconds after which a slow batch is warned about.
         timeout: seconds after which a batch not delivered is a
             :class:`~dataset_kit.iterators.BatchTimeoutError` (None: wait).
-        depth: batches in flight; ``n_workers * (n_prefetch + 1)`` when None.
+        depth: batches in flight; ``2 * workers`` when None.
+
+    The names are :class:`~._executor_spec.ExecutorSpec`'s, end to end.
     """
 
     prefetches = True
 
-    def __init__(self, dataset: Any, *, n_workers: int, n_prefetch: int = 1,
-                 start_method: str = "fork", converter: Converter | None = None,
-                 worker_init: Any = None, max_tasks: int | None = None,
-                 dataset_timeout: float | None = None, timeout: float | None = None,
-                 depth: int | None = None) -> None:
-        self.depth = n_workers * (n_prefetch + 1) if depth is None else max(depth, 1)
-        self._options = dict(n_workers=n_workers, start_method=start_method, dataset=dataset,
+    def __init__(self, dataset: Any, *, workers: int, start_method: str = "fork",
+                 converter: Converter | None = None, worker_init: Any = None,
+                 max_tasks: int | None = None, warn_after: float | None = None,
+                 timeout: float | None = None, depth: int | None = None) -> None:
+        self.depth = 2 * workers if depth is None else max(depth, 1)
+        self._options = dict(workers=workers, start_method=start_method, dataset=dataset,
                              converter=converter, worker_init=worker_init, max_tasks=max_tasks,
-                             dataset_timeout=dataset_timeout, timeout=timeout)
+                             warn_after=warn_after, timeout=timeout)
         self._pool: ProcessPool | None = None
         self._next_task = 0
         self._finalizer: weakref.finalize | None = None
 
-    def _start(self, plan: BatchPlan, seed: int) -> tuple:
+    def _start(self, plan: BatchPlan, seed: int) -> _Task | _Split | _Claimed:
         """Start the workers with the first batch in hand; return its handle.
 
         The first batch is split across the workers (see _first_batch), and
         each worker is forked with its part, so it starts building while the
         next one is forked.
         """
-        n = self._options["n_workers"]
+        n = self._options["workers"]
         split = _first_batch.worth_splitting(plan, n, self._options["dataset"],
                                              self._options["converter"])
         claims = _first_batch.Claims(len(plan.indices), n) \
@@ -251,12 +269,12 @@ class ProcessExecutor(_Closable):
         # callback holds the pool, never the executor.
         self._finalizer = weakref.finalize(self, self._pool.close)
         self._next_task += len(parts)
-        handles = [(task_id, self._pool.workers[k]) for k, (task_id, *_) in enumerate(first)]
+        handles = [_Task(task_id, self._pool.workers[k]) for k, (task_id, *_) in enumerate(first)]
         if claims:
-            return "claimed", handles, len(plan.indices)
-        return ("split", handles) if len(handles) > 1 else handles[0]
+            return _Claimed(handles, len(plan.indices))
+        return _Split(handles) if len(handles) > 1 else handles[0]
 
-    def submit(self, plan: BatchPlan, seed: int) -> tuple:
+    def submit(self, plan: BatchPlan, seed: int) -> _Task | _Split | _Claimed:
         try:
             if self._pool is None:
                 return self._start(plan, seed)
@@ -265,20 +283,20 @@ class ProcessExecutor(_Closable):
             self._fail(error)
             raise
 
-    def _submit_one(self, pool: ProcessPool, plan: BatchPlan, seed: int) -> tuple:
+    def _submit_one(self, pool: ProcessPool, plan: BatchPlan, seed: int) -> _Task:
         task_id = self._next_task
         self._next_task += 1
-        return task_id, pool.submit(task_id, plan.indices, plan.epochs, seed)
+        return _Task(task_id, pool.submit(task_id, plan.indices, plan.epochs, seed))
 
-    def collect(self, handle: tuple) -> Any:
-        if handle[0] == "split":
-            return _first_batch.join([self._collect_one(part) for part in handle[1]])
-        if handle[0] == "claimed":
-            return _first_batch.join_claimed((self._collect_one(part) for part in handle[1]),
-                                             handle[2])
+    def collect(self, handle: _Task | _Split | _Claimed) -> Any:
+        if isinstance(handle, _Split):
+            return _first_batch.join([self._collect_one(part) for part in handle.parts])
+        if isinstance(handle, _Claimed):
+            return _first_batch.join_claimed((self._collect_one(part) for part in handle.parts),
+                                             handle.size)
         return self._collect_one(handle)
 
-    def _collect_one(self, handle: tuple) -> Any:
+    def _collect_one(self, handle: _Task) -> Any:
         task_id, worker = handle
         try:
             # submit() started the pool the handle came from; only close() and

@@ -28,6 +28,7 @@ state goes into a copy that this object keeps.
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -51,6 +52,26 @@ NO_SAMPLER = "none"
 PERMUTING_KINDS = frozenset({ShuffleOrderSampler.state_kind})
 
 
+@dataclass
+class _Epoch:
+    """What is known of one epoch's order (one record per epoch in flight).
+
+    Attributes:
+        order: the epoch's order, once computed, pinned or loaded; else None.
+        pinned: the order was given (a snapshot's), not asked of the sampler.
+        start: where the latest planned chunk of the epoch began: Chainer
+            passes it to a stateful sampler as ``current_position``.
+        stops: a batch sampler's own batch ends of the epoch.
+        offset: ``(offset, head)`` of an epoch begun at an offset of its order.
+    """
+
+    order: np.ndarray | None = None
+    pinned: bool = False
+    start: int | None = None
+    stops: np.ndarray | None = None
+    offset: tuple[int, int] | None = None
+
+
 class Orders:
     """The order of every epoch, for a dataset of ``size`` examples.
 
@@ -67,26 +88,25 @@ class Orders:
         self.size = size
         self.kind = NO_SAMPLER if sampler is None else sampler_kind(sampler)
         self.epoch_size = size
-        self._cache: dict[int, np.ndarray] = {}
-        self._pinned: set[int] = set()
-        # epoch -> position where its latest planned chunk began: Chainer
-        # passes it to a stateful sampler as ``current_position``.
-        self._starts: dict[int, int] = {}
-        # A batch sampler's own batch ends per epoch (see stops_of).
-        self._stops: dict[int, np.ndarray] = {}
-        # epoch -> (offset, head) of an epoch begun at an offset of its order.
-        self._offsets: dict[int, tuple[int, int]] = {}
+        self._epochs: dict[int, _Epoch] = {}
         self.stops_of = self._stops_of if isinstance(sampler, BatchStops) else None
         first = None
         if isinstance(sampler, RandomAccessOrder):
             first = sampler.epoch_order(0, size)
         self.recomputable = sampler is None or first is not None
         if first is not None:
-            self._cache[0] = self._first(first)
+            self._record(0).order = self._first(first)
         elif sampler is not None:
             # Like Chainer, ask a stateful sampler for epoch 0 at once, so a
             # broken sampler fails at construction rather than mid-training.
-            self._cache[0] = self._first(sampler(np.arange(size), 0))
+            self._record(0).order = self._first(sampler(np.arange(size), 0))
+
+    def _record(self, epoch: int) -> _Epoch:
+        """The record of ``epoch``, made empty if there is none."""
+        record = self._epochs.get(epoch)
+        if record is None:
+            record = self._epochs[epoch] = _Epoch()
+        return record
 
     def _first(self, order: Any) -> np.ndarray:
         order = _check_indices(order, self.size, self.kind)
@@ -97,45 +117,51 @@ class Orders:
     def _note_stops(self, epoch: int) -> None:
         """Keep the batch ends the sampler gave with the order it just returned."""
         if self.stops_of is not None:
-            self._stops[epoch] = np.asarray(self.sampler.batch_stops(), dtype=np.int64)
+            self._record(epoch).stops = np.asarray(self.sampler.batch_stops(), dtype=np.int64)
 
     def _stops_of(self, epoch: int) -> np.ndarray:
         """The positions where the batches of ``epoch`` end."""
-        if epoch not in self._stops:
+        record = self._epochs.get(epoch)
+        if record is None or record.stops is None:
             self.order_of(epoch)
-        return self._stops[epoch]
+            record = self._epochs[epoch]
+        assert record.stops is not None  # order_of noted them
+        return record.stops
 
     def note_start(self, epoch: int, position: int) -> None:
         """Record that a batch is planned from ``position`` of ``epoch``."""
-        self._starts[epoch] = position
+        self._record(epoch).start = position
 
     def order_of(self, epoch: int) -> np.ndarray | None:
         """Return the order of ``epoch`` (None for the identity)."""
         if self.sampler is None:
             return None
-        order = self._cache.get(epoch)
-        if order is None:
-            order = self._compute(epoch)
-            self._cache[epoch] = order
+        record = self._epochs.get(epoch)
+        if record is not None and record.order is not None:
+            return record.order
+        order = self._compute(epoch)
+        self._record(epoch).order = order
         return order
 
     def offset_of(self, epoch: int) -> tuple[int, int]:
         """Return ``(offset, head)`` of ``epoch``: ``(0, 0)`` unless it began at an offset."""
-        return self._offsets.get(epoch, (0, 0))
+        record = self._epochs.get(epoch)
+        return (0, 0) if record is None or record.offset is None else record.offset
 
     def _compute(self, epoch: int) -> np.ndarray:
-        if epoch in self._offsets:
-            return self._from_offset(epoch, self._offsets[epoch][0])[0]
+        record = self._epochs.get(epoch)
+        if record is not None and record.offset is not None:
+            return self._from_offset(epoch, record.offset[0])[0]
         if self.recomputable:
             order = self.sampler.epoch_order(epoch, self.size)
         else:
             # A stateful sampler only moves forward: epoch e + 1 from epoch e,
             # called as Chainer calls it, with the position where the last
             # chunk of epoch e began.
-            previous = self._cache.get(epoch - 1)
-            if previous is None:
+            before = self._epochs.get(epoch - 1)
+            if before is None or before.order is None:
                 raise RuntimeError(f"order of epoch {epoch} requested before epoch {epoch - 1}")
-            order = self.sampler(previous, self._starts.get(epoch - 1, 0))
+            order = self.sampler(before.order, before.start or 0)
         order = _check_indices(order, self.size, self.kind)
         if len(order) != self.epoch_size:
             raise ValueError(
@@ -192,25 +218,19 @@ class Orders:
             raise ValueError(
                 f"{where} is not a permutation of range({self.size}), but order sampler "
                 f"{self.kind!r} visits every example once per epoch: {short(order.tolist())}")
-        self._cache[epoch] = order
-        self._offsets.pop(epoch, None)
+        record = self._record(epoch)
+        record.order, record.offset = order, None
         if self.recomputable:
-            self._pinned.add(epoch)
+            record.pinned = True
 
     def forget_after(self, epoch: int) -> None:
         """Drop cached orders of epochs after ``epoch``: they derive from its order."""
-        for kept in (self._cache, self._starts, self._stops, self._offsets):
-            for e in [e for e in kept if e > epoch]:
-                del kept[e]
-        self._pinned = {e for e in self._pinned if e <= epoch}
+        for e in [e for e in self._epochs if e > epoch]:
+            del self._epochs[e]
 
     def clear(self) -> None:
         """Forget every cached and pinned order (a stateful sampler is asked afresh)."""
-        self._cache.clear()
-        self._pinned.clear()
-        self._starts.clear()
-        self._stops.clear()
-        self._offsets.clear()
+        self._epochs.clear()
         if not self.recomputable:
             self.pin(0, self.sampler(np.arange(self.size), 0))
             self._note_stops(0)
@@ -222,13 +242,12 @@ class Orders:
         epoch's order from it. So is the order just before ``epoch``: a
         rolled-over batch starts with examples of the previous epoch.
         """
-        latest = max(self._cache, default=None)
-        for e in [e for e in self._cache if e < epoch - 1 and e != latest]:
-            del self._cache[e]
-        self._pinned = {e for e in self._pinned if e >= epoch - 1}
-        self._starts = {e: p for e, p in self._starts.items() if e >= epoch - 1}
-        self._stops = {e: s for e, s in self._stops.items() if e >= epoch - 1}
-        self._offsets = {e: o for e, o in self._offsets.items() if e >= epoch - 1}
+        latest = max((e for e, r in self._epochs.items() if r.order is not None), default=None)
+        for e in [e for e in self._epochs if e < epoch - 1]:
+            if e == latest:
+                self._epochs[e] = _Epoch(order=self._epochs[e].order)  # its order alone
+            else:
+                del self._epochs[e]
 
     def state_dict(self, epoch: int, with_previous: bool = False) -> dict:
         """Return what is needed to recompute the orders from ``epoch`` on.
@@ -245,13 +264,17 @@ class Orders:
             if sampler_state is not None:
                 state["state"] = sampler_state
         stored = self.sampler is not None and not self.recomputable
-        if stored or epoch in self._pinned:
+        if stored or self._pinned(epoch):
             state["order"] = self._stored_order(epoch)
-        if with_previous and (stored or epoch - 1 in self._pinned):
+        if with_previous and (stored or self._pinned(epoch - 1)):
             state["previous_order"] = self._stored_order(epoch - 1)
         if self.stops_of is not None:
             state["stops"] = self._stops_of(epoch).tolist()
         return state
+
+    def _pinned(self, epoch: int) -> bool:
+        record = self._epochs.get(epoch)
+        return record is not None and record.pinned
 
     def _stored_order(self, epoch: int) -> list[int]:
         order = self.order_of(epoch)
@@ -286,8 +309,7 @@ class Orders:
             )
         epoch = position.epoch
         other = copy.copy(self)
-        for cached in (other._cache, other._pinned, other._starts, other._stops, other._offsets):
-            cached.clear()
+        other._epochs.clear()
         other._load_sampler_state(state)
         stored = self.sampler is not None and not self.recomputable
         if self.sampler is None and ("order" in state or "previous_order" in state):
@@ -305,8 +327,8 @@ class Orders:
         if self.stops_of is not None:
             if "stops" not in state:
                 raise ValueError(f"{where} of a batch sampler lacks its batch ends ('stops')")
-            other._stops[epoch] = _saved_stops(f"{where}['stops']", state["stops"],
-                                               self.epoch_size, position.current_position)
+            other._record(epoch).stops = _saved_stops(f"{where}['stops']", state["stops"],
+                                                      self.epoch_size, position.current_position)
         if offset:
             other._load_offset(epoch, offset, position, state)
         try:
@@ -342,9 +364,10 @@ class Orders:
             raise ValueError(
                 f"state['current_position'] is {position.current_position}, but epoch {epoch} "
                 f"begun at order_offset {offset} starts at position {head}")
+        record = self._record(epoch)
         if order is not None:
-            self._cache[epoch] = order
-        self._offsets[epoch] = (offset, head)
+            record.order = order
+        record.offset = (offset, head)
 
     def _load_sampler_state(self, state: dict) -> None:
         """Load the sampler's own state into a private copy of the sampler."""
@@ -372,11 +395,7 @@ class Orders:
         # Its own caches; the sampler object stays shared, as in Chainer.
         other = Orders.__new__(Orders)
         other.__dict__.update(self.__dict__)
-        other._cache = dict(self._cache)
-        other._pinned = set(self._pinned)
-        other._starts = dict(self._starts)
-        other._stops = dict(self._stops)
-        other._offsets = dict(self._offsets)
+        other._epochs = {e: replace(record) for e, record in self._epochs.items()}
         if other.stops_of is not None:
             other.stops_of = other._stops_of
         return other

@@ -9,8 +9,9 @@ import numpy as np
 
 from dataset_kit._checks import non_negative_int, positive_int
 from dataset_kit.engine._statemachine import (
-    LAST_BATCH_POLICIES,
+    LAST_BATCH,
     BatchPlan,
+    LastBatch,
     OrderOf,
     Position,
     advance,
@@ -48,9 +49,14 @@ class BatchSpec:
     def __post_init__(self) -> None:
         positive_int("batch_size", self.batch_size)
         non_negative_int("epoch_size", self.epoch_size)
-        if self.last_batch not in LAST_BATCH_POLICIES:
+        if self.last_batch not in LAST_BATCH:
             raise ValueError(
-                f"last_batch must be one of {list(LAST_BATCH_POLICIES)}, got {self.last_batch!r}")
+                f"last_batch must be one of {list(LAST_BATCH)}, got {self.last_batch!r}")
+
+    @property
+    def policy(self) -> LastBatch:
+        """The last-batch policy's properties (:class:`LastBatch`); the spec keeps its name."""
+        return LAST_BATCH[self.last_batch]
 
     @property
     def yields_batches(self) -> bool:
@@ -60,24 +66,24 @@ class BatchSpec:
         is empty, so an iterator asking for the next batch would wait forever.
         (``'rollover'`` gathers examples over several epochs into a batch.)
         """
-        return not (self.last_batch == "discard" and self.batch_size > self.epoch_size)
+        return not (self.policy.may_yield_nothing and self.batch_size > self.epoch_size)
 
     def advance(self, position: Position, order_of: OrderOf,
                 stops_of: OrderOf | None = None) -> tuple[Position, BatchPlan] | None:
         """Plan the batch after ``position``; see :func:`~._statemachine.advance`."""
         return advance(position, self.batch_size, self.epoch_size, self.repeat, order_of,
-                       self.last_batch, stops_of)
+                       self.policy, stops_of)
 
     def plain_bounds(self, position: Position, stops: np.ndarray | None = None
                      ) -> Sequence[int] | None:
         """Where the plain batches ahead of ``position`` start and end; see
         :func:`~._statemachine.plain_bounds`."""
         return plain_bounds(position, self.batch_size, self.epoch_size, self.repeat,
-                            self.last_batch, stops)
+                            self.policy, stops)
 
     def batches_per_epoch(self, carry: int = 0) -> int:
         """Return how many batches the epoch starting with ``carry`` rolled-over examples has."""
         n, b = self.epoch_size, self.batch_size
-        if self.last_batch in ("discard", "rollover"):
+        if self.policy.drops_tail:
             return (n + carry) // b
         return -(-n // b)

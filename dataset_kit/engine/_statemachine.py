@@ -32,11 +32,74 @@ Chainer-style ``next()`` steps over it.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 
-LAST_BATCH_POLICIES = (None, "keep", "discard", "rollover", "pad")
+
+@dataclass(frozen=True)
+class LastBatch:
+    """A last-batch policy: how each epoch ends, as the properties the engine reads.
+
+    Every check of a policy reads one of these properties, never its name, so
+    a new policy is a new row of :data:`LAST_BATCH` (and, if it needs a new
+    property, the state machine's use of it).
+
+    Attributes:
+        name: the policy's name in the engine's vocabulary and in states
+            (None for Chainer's).
+        drops_tail: a short tail is never a batch of its own: every batch is
+            full ('discard', 'rollover').
+        carries: the tail's examples open the next epoch's first batch ('rollover').
+        pads: a short last batch is filled up from the start of the epoch's
+            order ('pad').
+        fills_across: with ``repeat``, a batch that crosses the end of an
+            epoch is filled from the next epoch's order (Chainer's); without
+            ``repeat`` the policy acts as ``'keep'``.
+    """
+
+    name: str | None
+    drops_tail: bool = False
+    carries: bool = False
+    pads: bool = False
+    fills_across: bool = False
+
+    @property
+    def may_yield_empty_epochs(self) -> bool:
+        """Whether an epoch may have no batch at all (batches larger than the epoch)."""
+        return self.drops_tail
+
+    @property
+    def may_yield_nothing(self) -> bool:
+        """Whether batches larger than the epoch leave every epoch empty (none carries over)."""
+        return self.drops_tail and not self.carries
+
+
+#: Every last-batch policy of the engine, by name (a state records the name).
+LAST_BATCH: dict[str | None, LastBatch] = {policy.name: policy for policy in (
+    LastBatch(None, fills_across=True),
+    LastBatch("keep"),
+    LastBatch("discard", drops_tail=True),
+    LastBatch("rollover", drops_tail=True, carries=True),
+    LastBatch("pad", pads=True),
+)}
+LAST_BATCH_POLICIES = tuple(LAST_BATCH)
+
+
+def last_batch_policy(last_batch: str | LastBatch | None) -> LastBatch:
+    """Return the :class:`LastBatch` of a policy given by name (or the policy itself).
+
+    Raises:
+        ValueError: if ``last_batch`` names no policy of :data:`LAST_BATCH`.
+    """
+    if isinstance(last_batch, LastBatch):
+        return last_batch
+    try:
+        return LAST_BATCH[last_batch]
+    except (KeyError, TypeError):
+        raise ValueError(f"last_batch must be one of {list(LAST_BATCH)} or a LastBatch, got "
+                         f"{last_batch!r}") from None
 
 
 class Position(NamedTuple):
@@ -92,8 +155,8 @@ def _plan(parts: list, epochs: list, pad: int = 0) -> BatchPlan:
 
 
 def advance(
-    position: Position, batch_size: int, dataset_length: int, repeat: bool, order_of: OrderOf,
-    last_batch: str | None = None, stops_of: OrderOf | None = None,
+    position: Position, batch_size: int, epoch_size: int, repeat: bool, order_of: OrderOf,
+    last_batch: str | LastBatch | None = None, stops_of: OrderOf | None = None,
 ) -> tuple[Position, BatchPlan] | None:
     """Return the position after the next batch and that batch's plan.
 
@@ -104,11 +167,12 @@ def advance(
     Args:
         position: the current position.
         batch_size: examples per batch (positive).
-        dataset_length: examples per epoch (the length of each order).
+        epoch_size: examples per epoch (the length of each order).
         repeat: whether epochs repeat.
         order_of: maps an epoch number to its order array, or None for the
             identity order.
-        last_batch: the last-batch policy, one of :data:`LAST_BATCH_POLICIES`.
+        last_batch: the last-batch policy: a name of :data:`LAST_BATCH`, or a
+            :class:`LastBatch`.
         stops_of: maps an epoch to the positions where its batches end (a
             batch sampler's own batches), or None for batches of
             ``batch_size``. With stops, each epoch ends with its last batch.
@@ -120,7 +184,7 @@ def advance(
     Raises:
         ValueError: if ``repeat`` is set and the dataset is empty.
     """
-    n = dataset_length
+    n = epoch_size
     if not repeat and (position.epoch > 0 or n == 0):
         return None
     if n == 0:
@@ -129,20 +193,21 @@ def advance(
         stops = stops_of(position.epoch)
         if stops is not None:
             return _advance_to_stop(position, n, order_of, stops)
-    if last_batch is None:
+    policy = last_batch_policy(last_batch)
+    if policy.fills_across:
         if repeat:
             return _advance_filling_across_epochs(position, batch_size, n, order_of)
-        last_batch = "keep"
+        policy = LAST_BATCH["keep"]
     epoch, pos, carry = position.epoch, position.current_position, position.carry
     detail = position.epoch + position.current_position / n
-    if last_batch in ("discard", "rollover") and carry + n - pos < batch_size:
+    if policy.drops_tail and carry + n - pos < batch_size:
         # No full batch is left. A batch that leaves less than a full batch
         # ends its epoch, so this happens only at an epoch's start.
         if not repeat:
             return None
         order_of(epoch)
         order_of(epoch + 1)  # asked when the epoch ends, as Chainer asks its sampler
-        next_carry = carry + n - pos if last_batch == "rollover" else 0
+        next_carry = carry + n - pos if policy.carries else 0
         return (Position(epoch + 1, 0, True, detail, next_carry),
                 BatchPlan(np.empty(0, dtype=np.int64), epoch))
     order = order_of(epoch)
@@ -151,18 +216,18 @@ def advance(
     parts.append(_chunk(order, pos, stop))
     epochs.append((epoch, stop - pos))
     remaining, pad = n - stop, 0
-    if last_batch in ("keep", "pad"):
+    if policy.drops_tail:
+        ends = remaining < batch_size  # no further full batch fits in this epoch
+    else:
         ends = remaining == 0
         short = batch_size - carry - (stop - pos)
-        if last_batch == "pad" and short:
+        if policy.pads and short:
             pad = short
             parts.append(np.resize(_chunk(order, 0, n), short))
             epochs.append((epoch, short))
-    else:  # discard, rollover: stop when no further full batch fits in this epoch
-        ends = remaining < batch_size
     if ends:
         order_of(epoch + 1)  # asked when the epoch ends, as Chainer asks its sampler
-        next_carry = remaining if last_batch == "rollover" else 0
+        next_carry = remaining if policy.carries else 0
         next_position = Position(epoch + 1, 0, True, detail, next_carry)
     else:
         next_position = Position(epoch, stop, False, detail, 0)
@@ -170,8 +235,8 @@ def advance(
     return next_position, plan
 
 
-def plain_bounds(position: Position, batch_size: int, dataset_length: int, repeat: bool,
-                 last_batch: str | None = None,
+def plain_bounds(position: Position, batch_size: int, epoch_size: int, repeat: bool,
+                 last_batch: str | LastBatch | None = None,
                  stops: np.ndarray | None = None) -> Sequence[int] | None:
     """Return where the *plain* batches ahead of ``position`` start and end, if any.
 
@@ -179,7 +244,7 @@ def plain_bounds(position: Position, batch_size: int, dataset_length: int, repea
     next-epoch example and does not end its epoch: batch ``k`` is then
     ``order[bounds[k]:bounds[k + 1]]`` of the epoch in progress, and
     :func:`advance` would return ``Position(epoch, bounds[k + 1], False,
-    epoch + bounds[k] / dataset_length, 0)`` for it, asking no order but the
+    epoch + bounds[k] / epoch_size, 0)`` for it, asking no order but the
     epoch's own. Most batches of an epoch are plain, so an engine can cut them
     from the order without stepping the machine (and the batches around them,
     which end epochs or cross them, are left to :func:`advance`).
@@ -187,7 +252,7 @@ def plain_bounds(position: Position, batch_size: int, dataset_length: int, repea
     Args:
         position: the current position.
         batch_size: examples per batch.
-        dataset_length: examples per epoch.
+        epoch_size: examples per epoch.
         repeat: whether epochs repeat.
         last_batch: the last-batch policy.
         stops: the epoch's batch ends (a batch sampler's), or None.
@@ -196,7 +261,7 @@ def plain_bounds(position: Position, batch_size: int, dataset_length: int, repea
         The bounds (at least two, the first being the current position), or
         None when the next batch is not plain.
     """
-    n, pos, b = dataset_length, position.current_position, batch_size
+    n, pos, b = epoch_size, position.current_position, batch_size
     if n == 0 or position.carry or (not repeat and position.epoch > 0):
         return None
     bounds: Sequence[int]
@@ -205,7 +270,7 @@ def plain_bounds(position: Position, batch_size: int, dataset_length: int, repea
             return None  # not a batch sampler's ends; advance() reports what it makes of them
         ahead = stops[np.searchsorted(stops, pos, side="right"):]
         bounds = [pos] + ahead[ahead < n].tolist()
-    elif last_batch in ("discard", "rollover"):
+    elif last_batch_policy(last_batch).drops_tail:
         bounds = range(pos, n - b + 1, b)  # each batch leaves a full one in its epoch
     else:
         bounds = range(pos, n, b)  # each batch ends before the epoch does

@@ -74,11 +74,8 @@ class StatefulSampler(Protocol):
     def load_state_dict(self, state: dict | None) -> None: ...
 
 
-#: The name this module gave :class:`MapDataset` first.
-SizedDataset = MapDataset
-
 __all__ = ["BatchDataset", "BatchStops", "Converter", "MapDataset", "OrderSamplerLike",
-           "RandomAccessOrder", "SizedDataset", "StatefulSampler"]
+           "RandomAccessOrder", "StatefulSampler"]
 
 
 #: The converter hook: ``ExecutorSpec(converter=fn)`` applies ``fn`` to each

@@ -79,7 +79,7 @@ def _resize_float_pillow(image: np.ndarray, width: int, height: int,
     pil = affine.pillow()
     planes = image[:, :, None] if image.ndim == 2 else image
     out = np.stack([np.asarray(pil.fromarray(np.ascontiguousarray(planes[:, :, c], np.float32))
-                               .resize((width, height), affine._filter(interpolation, False)))
+                               .resize((width, height), affine.pil_filter(interpolation, False)))
                     for c in range(planes.shape[2])], -1)
     out = out.astype(image.dtype) if np.issubdtype(image.dtype, np.floating) else \
         np.clip(np.rint(out), *_limits(image.dtype)).astype(image.dtype)

@@ -55,7 +55,12 @@ def resolve_interpolation(code: int, old_size: tuple, new_size: tuple,
     return code
 
 
-def _filter(code: int, warp: bool) -> Any:
+def pil_filter(code: int, warp: bool) -> Any:
+    """Return Pillow's resampling filter for OpenCV interpolation ``code``.
+
+    ``warp`` says whether it is for an affine warp (Pillow has no BOX or
+    LANCZOS warp).
+    """
     r = pillow().Resampling
     table = (r.NEAREST, r.BILINEAR, r.BICUBIC, r.BILINEAR if warp else r.BOX,
              r.BICUBIC if warp else r.LANCZOS)
@@ -77,7 +82,7 @@ def resize(image: np.ndarray, width: int, height: int, interpolation: int = 1) -
     if image.shape[1] == width and image.shape[0] == height:
         return image
     return _from_pil(_to_pil(image).resize((int(width), int(height)),
-                                           _filter(interpolation, warp=False)), image)
+                                           pil_filter(interpolation, warp=False)), image)
 
 
 def resize_shorter_mxnet(image: np.ndarray, size: int) -> tuple[int, int]:
@@ -129,7 +134,7 @@ def warp_affine(image: np.ndarray, matrix: np.ndarray, size: tuple, interpolatio
     pil = _to_pil(image)
     fillcolor = fill if pil.mode == "L" else (fill,) * len(pil.getbands())
     out = pil.transform((int(size[0]), int(size[1])), pillow().Transform.AFFINE,
-                        tuple(inverse), _filter(interpolation, warp=True), fillcolor=fillcolor)
+                        tuple(inverse), pil_filter(interpolation, warp=True), fillcolor=fillcolor)
     return _from_pil(out, image)
 
 

@@ -25,7 +25,7 @@ def pillow() -> Any:
     return Image
 
 
-_JPEG_MAGIC = b"\xff\xd8\xff"
+JPEG_MAGIC = b"\xff\xd8\xff"
 
 
 # Set once an import of simplejpeg failed: Python does not remember a failed
@@ -109,7 +109,7 @@ def _check_pixels(image_module: Any, width: int, height: int, where: str) -> Non
                       image_module.DecompressionBombWarning, stacklevel=3)
 
 
-def _decode_jpeg(data: bytes, where: str, draft_size: Any) -> np.ndarray | None:
+def decode_jpeg(data: bytes, where: str, draft_size: Any) -> np.ndarray | None:
     """Decode a JPEG with simplejpeg: HWC uint8, or None where Pillow should decode it.
 
     It gives the same pixels as Pillow (both are libjpeg-turbo) about 1.5x
@@ -206,8 +206,8 @@ def read_image(source: str | os.PathLike | bytes, dtype: Any, where: str,
     image_module = pillow()
     if not isinstance(source, bytes):
         source = _read_file(source, where)
-    if source[:3] == _JPEG_MAGIC:
-        decoded = _decode_jpeg(source, where, draft_size)
+    if source[:3] == JPEG_MAGIC:
+        decoded = decode_jpeg(source, where, draft_size)
         if decoded is not None:
             return decoded.transpose(2, 0, 1).astype(dtype, copy=False)
     try:

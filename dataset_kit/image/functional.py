@@ -71,9 +71,9 @@ def decode_hwc(data: bytes, flag: int, to_rgb: bool, where: str) -> np.ndarray:
     if not data:
         raise _mxnet_error(f"cannot decode image {where}: the buffer is empty")
     array = None
-    if data[:3] == decode._JPEG_MAGIC:
+    if data[:3] == decode.JPEG_MAGIC:
         try:
-            array = decode._decode_jpeg(data, where, None)
+            array = decode.decode_jpeg(data, where, None)
         except decode.CorruptImageError as error:
             raise _mxnet_error(str(error)) from None
     if array is None:

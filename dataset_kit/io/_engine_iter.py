@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from dataset_kit.convert import concat_examples
-from dataset_kit.engine import BatchPlan, Engine
+from dataset_kit.engine import LAST_BATCH, BatchPlan, Engine, LastBatch
 from dataset_kit.engine import states as _checkpoint
 from dataset_kit.io.data_iter import DataBatch, DataDesc, DataIter
 
@@ -27,8 +27,25 @@ from dataset_kit.io.data_iter import DataBatch, DataDesc, DataIter
 #   "rolled":  examples rolled over from the previous epoch (MXNet's roll_over reports these);
 #   "wrapped": examples taken from the next epoch to fill the batch (CSVIter's round_batch).
 PAD_RULES = ("padding", "rolled", "wrapped")
+# MXNet's last_batch_handle words as the engine's policies (NDArrayIter, ImageIter...).
+# How a class counts DataBatch.pad under each is its own pad rule, not the word's.
+LAST_BATCH_HANDLE: dict[str, LastBatch] = {"pad": LAST_BATCH["pad"],
+                                           "discard": LAST_BATCH["discard"],
+                                           "roll_over": LAST_BATCH["rollover"]}
 # The door's name in its states, and its fields (missing ones: states of 0.1).
 DOOR = "mxnet"
+_FLAGS = ("epoch_open", "exhausted")
+
+
+def _old_state(state: dict) -> tuple[Any, dict] | None:
+    """This door's state before the envelope (version 2): ``{"engine", "epoch_open",
+    "exhausted"}``."""
+    if "engine" in state and set(state) <= {"engine", *_FLAGS}:
+        return state["engine"], {key: state[key] for key in _FLAGS if key in state}
+    return None
+
+
+_checkpoint.register_upgrade(DOOR, _old_state)
 _FIELDS = {"epoch_open": _checkpoint.flag(default=True),
            "exhausted": _checkpoint.flag(default=False)}
 

@@ -9,6 +9,25 @@ from dataset_kit.engine import states as _checkpoint
 from dataset_kit.io.data_iter import DataBatch, DataDesc, DataIter
 
 
+def _old_prefetching_state(state: dict) -> tuple[Any, dict] | None:
+    """PrefetchingIter's state before the envelope (version 2): ``{"inner": [...]}``."""
+    if set(state) == {"inner"} and isinstance(state["inner"], list):
+        return None, {"inner": state["inner"]}
+    return None
+
+
+def _old_resize_state(state: dict) -> tuple[Any, dict] | None:
+    """ResizeIter's state before the envelope (version 2): ``{"inner", "cur"}``."""
+    if "inner" in state and set(state) <= {"inner", "cur"}:
+        return None, dict(state)
+    return None
+
+
+# In this order: a PrefetchingIter's old state is also a ResizeIter's shape.
+_checkpoint.register_upgrade("mxnet.PrefetchingIter", _old_prefetching_state)
+_checkpoint.register_upgrade("mxnet.ResizeIter", _old_resize_state)
+
+
 class _OverBatches(DataIter):
     """A DataIter whose getters read ``current_batch``, a batch of other iterators."""
 

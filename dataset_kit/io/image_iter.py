@@ -48,14 +48,14 @@ from dataset_kit.image._draws import one_generator
 from dataset_kit.image.augmenters import CreateAugmenter
 from dataset_kit.image.decode import load_decoders
 from dataset_kit.image.functional import decode_hwc
-from dataset_kit.io._engine_iter import EngineDataIter
+from dataset_kit.io._engine_iter import LAST_BATCH_HANDLE, EngineDataIter
 from dataset_kit.io.data_iter import DataDesc
 from dataset_kit.recordio.header import unpack
 from dataset_kit.recordio.record_file import IndexedRecordReader
 
 _LABEL_DTYPES = ("int32", "float32", "int64", "float64")
-_POLICIES = {"pad": ("pad", "padding"), "discard": ("discard", "padding"),
-             "roll_over": ("rollover", "wrapped")}
+# How this class counts DataBatch.pad under each policy (MXNet's ImageIter).
+_PAD_RULES = {"pad": "padding", "discard": "padding", "roll_over": "wrapped"}
 
 
 def _read_lst(path: str, dtype: str) -> list[tuple]:
@@ -168,8 +168,8 @@ def _check(batch_size: Any, data_shape: Any, path_imgrec: Any, path_imglist: Any
     if dtype not in _LABEL_DTYPES:
         raise ValueError(f"dtype (of the labels) must be one of {list(_LABEL_DTYPES)}, got "
                          f"{dtype!r}")
-    if last_batch_handle not in _POLICIES:
-        raise ValueError(f"last_batch_handle must be one of {list(_POLICIES)}, got "
+    if last_batch_handle not in LAST_BATCH_HANDLE:
+        raise ValueError(f"last_batch_handle must be one of {list(LAST_BATCH_HANDLE)}, got "
                          f"{last_batch_handle!r}")
     data_shape = tuple(data_shape)
     if len(data_shape) != 3:
@@ -263,7 +263,7 @@ class ImageIter(EngineDataIter):
         executor = ExecutorSpec("process" if workers else "serial", workers=workers,
                                 start_method=start_method, timeout=timeout,
                                 converter=concat_examples)
-        policy, pad_rule = _POLICIES[last_batch_handle]
+        policy, pad_rule = LAST_BATCH_HANDLE[last_batch_handle], _PAD_RULES[last_batch_handle]
         # Imported before the workers fork, so that they inherit them (see load_decoders).
         with contextlib.suppress(ImportError):  # then the first decode says so
             load_decoders()

@@ -54,13 +54,12 @@ from dataset_kit.image import _resize
 from dataset_kit.image.affine import INTERPOLATIONS
 from dataset_kit.image.decode import load_decoders
 from dataset_kit.io import _mean_image
-from dataset_kit.io._engine_iter import NativeDataIter
+from dataset_kit.io._engine_iter import LAST_BATCH_HANDLE, NativeDataIter
 from dataset_kit.io._options import ignore_unknown
 from dataset_kit.io._record_augment import AugmentParams, RecordAugment
 from dataset_kit.io.data_iter import DataDesc
 from dataset_kit.io.errors import mxnet_error
 from dataset_kit.io.mnist_iter import _part
-from dataset_kit.io.ndarray_iter import _POLICIES
 from dataset_kit.recordio.header import unpack_img
 
 _AUGMENT_FIELDS = {f.name for f in dataclasses.fields(AugmentParams)} - {
@@ -68,6 +67,8 @@ _AUGMENT_FIELDS = {f.name for f in dataclasses.fields(AugmentParams)} - {
 _IGNORED = ("prefetch_buffer", "ctx", "device_id", "verbose", "shuffle_chunk_size",
             "shuffle_chunk_seed", "preprocess_threads")
 _DTYPES = ("float32", "uint8", "int8")
+# How DataBatch.pad is counted under each last_batch_handle (as NDArrayIter counts it).
+_PAD_RULES = {"pad": "padding", "discard": "padding", "roll_over": "rolled"}
 
 
 def _read_imglist(path: str | os.PathLike, label_width: int) -> dict:
@@ -229,8 +230,8 @@ class ImageRecordIter(NativeDataIter):
         batch_size = positive_int("batch_size", batch_size)
         workers = non_negative_int("preprocess_threads", preprocess_threads)
         label_width = positive_int("label_width", label_width)
-        if last_batch_handle is not None and last_batch_handle not in _POLICIES:
-            raise ValueError(f"last_batch_handle must be one of {list(_POLICIES)}, got "
+        if last_batch_handle is not None and last_batch_handle not in LAST_BATCH_HANDLE:
+            raise ValueError(f"last_batch_handle must be one of {list(LAST_BATCH_HANDLE)}, got "
                              f"{last_batch_handle!r}")
         if aug_seq != "aug_default":
             raise mxnet_error(f"ImageRecordIter has only the augmenter 'aug_default', got "
@@ -264,8 +265,9 @@ class ImageRecordIter(NativeDataIter):
         executor = ExecutorSpec("process" if workers else "serial", workers=workers,
                                 start_method=start_method, timeout=timeout,
                                 converter=concat_examples)
-        policy, pad_rule = _POLICIES[last_batch_handle] if last_batch_handle else (
-            (None, "wrapped") if round_batch else ("pad", "padding"))
+        policy, pad_rule = (
+            (LAST_BATCH_HANDLE[last_batch_handle], _PAD_RULES[last_batch_handle])
+            if last_batch_handle else (None, "wrapped") if round_batch else ("pad", "padding"))
         engine = Engine(dataset, batch_size=batch_size, shuffle=shuffle, seed=seed,
                         last_batch=policy, executor=executor)
         label_shape = () if label_width == 1 else (label_width,)

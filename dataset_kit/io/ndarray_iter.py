@@ -27,12 +27,12 @@ import numpy as np
 from dataset_kit._checks import positive_int
 from dataset_kit.datasets import TupleDataset
 from dataset_kit.engine import Engine
-from dataset_kit.io._engine_iter import EngineDataIter
+from dataset_kit.io._engine_iter import LAST_BATCH_HANDLE, EngineDataIter
 from dataset_kit.io._inputs import to_numpy
 from dataset_kit.io.data_iter import DataDesc
 
-_POLICIES = {"pad": ("pad", "padding"), "discard": ("discard", "padding"),
-             "roll_over": ("rollover", "rolled")}
+# How this class counts DataBatch.pad under each policy (MXNet's NDArrayIter).
+_PAD_RULES = {"pad": "padding", "discard": "padding", "roll_over": "rolled"}
 
 
 def named_arrays(data: Any, default_name: str, allow_empty: bool) -> list[tuple[str, np.ndarray]]:
@@ -85,8 +85,8 @@ class NDArrayIter(EngineDataIter):
                  last_batch_handle: str = "pad", data_name: str = "data",
                  label_name: str = "softmax_label", seed: int | None = None,
                  layout: str = "NCHW") -> None:
-        if last_batch_handle not in _POLICIES:
-            raise ValueError(f"last_batch_handle must be one of {list(_POLICIES)}, got "
+        if last_batch_handle not in LAST_BATCH_HANDLE:
+            raise ValueError(f"last_batch_handle must be one of {list(LAST_BATCH_HANDLE)}, got "
                              f"{last_batch_handle!r}")
         batch_size = positive_int("batch_size", batch_size)
         if DataDesc.get_batch_axis(layout) != 0:
@@ -96,7 +96,7 @@ class NDArrayIter(EngineDataIter):
         lengths = {name: len(a) for name, a in self.data + self.label}
         if len(set(lengths.values())) > 1:
             raise ValueError(f"data and label arrays must have the same length, got {lengths}")
-        policy, pad_rule = _POLICIES[last_batch_handle]
+        policy, pad_rule = LAST_BATCH_HANDLE[last_batch_handle], _PAD_RULES[last_batch_handle]
         self.last_batch_handle, self.shuffle = last_batch_handle, bool(shuffle)
         arrays = [a for _, a in self.data + self.label]
         engine = Engine(TupleDataset(*arrays), batch_size=batch_size, shuffle=self.shuffle,

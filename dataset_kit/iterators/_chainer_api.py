@@ -24,6 +24,8 @@ from dataset_kit.iterators.iterator import Iterator
 _CHAINER_KEYS = ("current_position", "epoch", "is_new_epoch")
 # The door's name in its states: the three iterators load each other's.
 DOOR = "chainer"
+# Before the envelope (versions 1 and 2) this door saved the bare engine state.
+_checkpoint.register_upgrade(DOOR, bare_engine_states=True)
 
 
 class ChainerIterator(Iterator):
@@ -278,17 +280,10 @@ class ChainerIterator(Iterator):
             n = engine.epoch_size
             previous = epoch + (position - engine.batch_size) / n
             previous = max(previous, 0.0) if epoch + position / n > 0 else -1.0
-        whole = self.state_dict()
-        state = whole["engine"]
-        state.update(epoch=epoch, current_position=position,
-                     is_new_epoch=got["is_new_epoch"], carry=0, order_offset=0,
-                     previous_epoch_detail=None if float(previous) < 0 else float(previous))
-        if order is not None:
-            state["order_sampler"] = dict(state["order_sampler"],
-                                          order=np.asarray(order).tolist())
-            state["order_sampler"].pop("previous_order", None)
         try:
-            self.load_state_dict(whole)
+            engine.seek(epoch=epoch, position=position, is_new_epoch=got["is_new_epoch"],
+                        previous_epoch_detail=None if float(previous) < 0 else float(previous),
+                        order=order)
         except ValueError as error:
             raise ValueError(f"the checkpoint's Chainer keys ({', '.join(_CHAINER_KEYS)}, "
                              f"order, previous_epoch_detail) do not fit this iterator: "

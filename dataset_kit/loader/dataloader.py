@@ -39,6 +39,9 @@ from dataset_kit.loader.samplers import (
     as_order_sampler,
 )
 
+# Before the envelope (versions 1 and 2) this door saved the bare engine state.
+states.register_upgrade("gluon", bare_engine_states=True)
+
 
 class DataLoader:
     """Loads a dataset in batches, one epoch per ``iter(loader)`` (Gluon's ``DataLoader``).
@@ -135,7 +138,7 @@ class DataLoader:
         if not isinstance(auto_reload, (bool, np.bool_)):
             raise TypeError(f"auto_reload must be True or False, got {auto_reload!r}")
         self._engine = Engine(dataset, batch_size=batch_size, shuffle=None if order else shuffle,
-                              order_sampler=order, seed=seed, last_batch=last_batch,
+                              order_sampler=order, seed=seed, last_batch=LAST_BATCH[last_batch],
                               executor=executor, hold_between_epochs=not auto_reload)
         self._device, self._pin_memory = device, bool(pin_memory)
         to_device(device, None)  # a bad or unavailable device fails here, not mid-epoch

@@ -16,10 +16,13 @@ import numpy as np
 
 from dataset_kit._checks import non_negative_int, positive_int
 from dataset_kit._example_context import ORDER_STREAM
+from dataset_kit.engine import LAST_BATCH as _ENGINE_LAST_BATCH
 from dataset_kit.engine import BatchListOrder as BatchListOrder  # dataloader.py imports it here
-from dataset_kit.engine import IterableOrder, OrderSampler, draw_seed
+from dataset_kit.engine import IterableOrder, LastBatch, OrderSampler, draw_seed
 
-LAST_BATCH = ("keep", "discard", "rollover")
+# Gluon's last_batch words, each the engine's policy of the same name.
+LAST_BATCH: dict[str, LastBatch] = {word: _ENGINE_LAST_BATCH[word]
+                                    for word in ("keep", "discard", "rollover")}
 
 
 class Sampler(OrderSampler):

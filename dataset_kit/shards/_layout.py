@@ -28,7 +28,8 @@ class ShardFormatError(ValueError):
     """A shard file is not what its manifest says (names the file and the offset)."""
 
 
-def _zstd() -> Any:
+def zstd() -> Any:
+    """Return the zstandard module (the shards' compression), or raise naming the extra."""
     try:
         import zstandard
     except ImportError:
@@ -101,7 +102,7 @@ class ShardFile:
         except BaseException:
             self.close()
             raise
-        self._decompressor = _zstd().ZstdDecompressor() if compressed else None
+        self._decompressor = zstd().ZstdDecompressor() if compressed else None
         self._lengths = struct.Struct(f"<{columns}I")
 
     @property

@@ -124,7 +124,6 @@ class Prefetcher:
         self._cache = cache
         self._pid = -1
         self._threads = 0
-        self.fetched = 0
 
     def _ready(self) -> None:
         """Make this process's state (first use, or a forked child: threads do not survive fork)."""
@@ -188,8 +187,7 @@ class Prefetcher:
                 shard, keep = self._wanted.pop(0), self._keep
             with contextlib.suppress(Exception):
                 # The reader meets any real failure again, and raises it there.
-                if self._cache.fetch(shard, keep=keep):
-                    self.fetched += 1
+                self._cache.fetch(shard, keep=keep)
 
     def __getstate__(self) -> dict:
-        return {"_cache": self._cache, "_pid": -1, "_threads": 0, "fetched": 0}
+        return {"_cache": self._cache, "_pid": -1, "_threads": 0}

@@ -50,7 +50,7 @@ class ShardWriter:
         if compression not in (None, "zstd"):
             raise ValueError(f"compression must be None or 'zstd', got {compression!r}")
         self.compression = compression
-        self._compressor = _layout._zstd().ZstdCompressor() if compression else None
+        self._compressor = _layout.zstd().ZstdCompressor() if compression else None
         self._fs = None
         if not _remote.is_local(self.out):
             self._fs, self._root = _remote.filesystem(self.out, storage_options)

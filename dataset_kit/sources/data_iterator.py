@@ -52,6 +52,9 @@ from dataset_kit.sources.data_source import (
 )
 from dataset_kit.sources.file_cache import DataSourceWithFileCache
 
+# Before the envelope (versions 1 and 2) this door saved the bare engine state.
+states.register_upgrade("nnabla", bare_engine_states=True)
+
 Callback = Callable[[int], Any]
 
 

@@ -194,7 +194,7 @@ class TabularDataset(DatasetMixin):
                 stacked = False
                 break
         if stacked:
-            return ExampleBatch._trusted(self._in_mode(tuple(columns)), len(indices))
+            return ExampleBatch.from_checked(self._in_mode(tuple(columns)), len(indices))
         if not columns:
             return [self._in_mode(()) for _ in range(len(indices))]
         return [self._in_mode(values) for values in zip(*columns)]

@@ -55,6 +55,15 @@ from dataset_kit.torch._fetch import Collate, Failed, Fetch
 from dataset_kit.torch._orders import SamplerOrder
 from dataset_kit.torch._worker import WorkerStart
 
+
+def _old_state(state: dict) -> tuple[Any, dict] | None:
+    """This door's state before the envelope (version 2): ``{"engine", "torch"}``."""
+    if set(state) == {"engine", "torch"}:
+        return state["engine"], {"torch": state["torch"]}
+    return None
+
+
+states.register_upgrade("torch", _old_state)
 _SEED_MASK = (1 << 63) - 1
 
 

@@ -39,7 +39,7 @@ def test_the_documented_front_door_resumes_mid_epoch_and_runs_on_any_executor():
     partial = [list(next(first)) for _ in range(2)]
     state = loader.state_dict()
     thread_executor = ThreadExecutor(data, 2)
-    process_executor = ProcessExecutor(data, n_workers=2, n_prefetch=1, start_method="fork")
+    process_executor = ProcessExecutor(data, workers=2, start_method="fork")
     try:
         threads = EpochLoader(data, 4, shuffle=True, last_batch="rollover",
                               executor=thread_executor)

@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dataset_kit import DatasetMixin, example_rng
-from dataset_kit.engine import _first_batch
 from dataset_kit.engine._fetch import fetch_batch
+from dataset_kit.engine._process import first_batch as _first_batch
 from dataset_kit.engine._statemachine import BatchPlan
 from dataset_kit.iterators import BatchTimeoutError, MultiprocessIterator, SerialIterator
 from tests.iterators.helpers import batch_key
@@ -74,7 +74,7 @@ def test_a_join_missing_a_position_is_refused():
 
 @pytest.mark.parametrize("size, workers", [(0, 2), (3, 0)])
 def test_claims_of_nothing_are_refused_naming_both_numbers(size, workers):
-    with pytest.raises(ValueError, match=f"size={size}, n_workers={workers}"):
+    with pytest.raises(ValueError, match=f"size={size}, workers={workers}"):
         _first_batch.Claims(size, workers)
 
 

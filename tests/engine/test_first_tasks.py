@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from dataset_kit.engine._fetch import fetch_batch
-from dataset_kit.engine._process_pool import ProcessPool
+from dataset_kit.engine._process.pool import ProcessPool
 from dataset_kit.engine._statemachine import BatchPlan
 from dataset_kit.iterators import MultiprocessIterator, WorkerDiedError, WorkerError
 from tests.iterators.helpers import Augmented, Misbehaving, batch_key, shm_blocks
@@ -22,7 +22,7 @@ def expected(dataset, indices) -> list:
 def test_each_worker_answers_the_first_task_it_was_started_with_then_later_ones(start_method):
     dataset = Augmented(40, 64)
     first = [(0, np.arange(0, 5), 0, SEED), (1, np.arange(5, 9), 0, SEED)]
-    pool = ProcessPool(n_workers=3, start_method=start_method, dataset=dataset, first=first)
+    pool = ProcessPool(workers=3, start_method=start_method, dataset=dataset, first=first)
     try:
         # The third worker started without a task; every worker takes sent ones.
         later = {2: pool.submit(2, np.arange(9, 12), 0, SEED),
@@ -38,7 +38,7 @@ def test_each_worker_answers_the_first_task_it_was_started_with_then_later_ones(
 
 def test_a_first_task_counts_towards_maxtasksperchild():
     dataset = Augmented(40)
-    pool = ProcessPool(n_workers=1, start_method="fork", dataset=dataset, max_tasks=1,
+    pool = ProcessPool(workers=1, start_method="fork", dataset=dataset, max_tasks=1,
                        first=[(0, np.arange(0, 4), 0, SEED)])
     try:
         first_pid = pool.workers[0].process.pid
@@ -52,8 +52,8 @@ def test_a_first_task_counts_towards_maxtasksperchild():
 
 def test_more_first_tasks_than_workers_is_refused_naming_first():
     tasks = [(k, np.arange(k, k + 1), 0, SEED) for k in range(3)]
-    with pytest.raises(ValueError, match=r"first has 3 tasks, more than n_workers=2"):
-        ProcessPool(n_workers=2, start_method="fork", dataset=Augmented(4), first=tasks)
+    with pytest.raises(ValueError, match=r"first has 3 tasks, more than workers=2"):
+        ProcessPool(workers=2, start_method="fork", dataset=Augmented(4), first=tasks)
 
 
 @pytest.mark.parametrize("action, expected", [("sigkill", "SIGKILL"), ("raise", "boom at index 1")])

@@ -6,7 +6,7 @@ import multiprocessing
 import os
 import time
 
-from dataset_kit.engine import _lifeline
+from dataset_kit.engine._process import lifeline as _lifeline
 
 
 def test_a_forked_child_points_parent_only_fds_at_dev_null():

@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 from dataset_kit import DatasetMixin
-from dataset_kit.engine import _lifeline, _reaper
-from dataset_kit.engine._worker import SWITCH_SECONDS
+from dataset_kit.engine._process import lifeline as _lifeline
+from dataset_kit.engine._process import reaper as _reaper
+from dataset_kit.engine._process.worker import SWITCH_SECONDS
 from dataset_kit.iterators import MultiprocessIterator
 from tests.iterators.helpers import Augmented, PidRecorder, alive, recorded_pids, shm_blocks
 
@@ -172,7 +173,7 @@ def test_a_stopped_worker_ends_its_pipe_before_it_exits():
 
 
 def _say_then_linger(conn) -> None:
-    from dataset_kit.engine._worker import _say_stopped
+    from dataset_kit.engine._process.worker import _say_stopped
 
     _say_stopped(conn)
     time.sleep(30)

@@ -44,7 +44,8 @@ def test_sampler_capabilities_are_runtime_checkable_protocols():
 
 
 def test_the_dataset_protocols_are_the_dataset_modules_own():
-    assert engine.MapDataset is dataset_kit.dataset.MapDataset is protocols.SizedDataset
+    assert engine.MapDataset is dataset_kit.dataset.MapDataset is protocols.MapDataset
+    assert not hasattr(engine, "SizedDataset")  # the old alias is gone
     assert engine.BatchDataset is dataset_kit.dataset.BatchDataset
     assert isinstance(dataset_kit.datasets.TupleDataset(np.arange(3)), engine.BatchDataset)
     assert isinstance(range(3), engine.MapDataset)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 
-from dataset_kit.engine._reaper import Reaper
+from dataset_kit.engine._process.reaper import Reaper
 
 
 def _exit_now() -> None:

@@ -10,7 +10,7 @@ import uuid
 import numpy as np
 import pytest
 
-from dataset_kit.engine import _shm
+from dataset_kit.engine._process import shm as _shm
 
 pytestmark = pytest.mark.skipif(not _shm.available() or not hasattr(mmap, "MAP_POPULATE"),
                                 reason="needs /dev/shm and MAP_POPULATE (Linux)")

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import ast
+import importlib
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from dataset_kit.engine import Engine, states
+from dataset_kit.engine import Engine, _checkpoint, states
 
 
 def engine_state() -> dict:
@@ -82,6 +85,10 @@ def test_another_doors_state_loads_where_the_door_accepts_it():
     ({"format": "dataset_kit.sharded_iterator", "version": 1}, "gluon", "sharded"),
 ])
 def test_states_of_versions_1_and_2_are_read_as_the_door_state_they_stand_for(old, door, name):
+    # Each door registers its own old shapes where it is defined.
+    if name == "torch":
+        pytest.importorskip("torch")
+        importlib.import_module("dataset_kit.torch")
     if name == door:
         engine, _ = states.unwrap_state(old, door)
         assert engine is old
@@ -94,3 +101,30 @@ def test_an_engine_refuses_a_whole_door_state_saying_what_to_pass():
     state = states.wrap_state("gluon", engine_state())
     with pytest.raises(ValueError, match="an engine loads its 'engine' part"):
         Engine(np.arange(5), batch_size=2).load_state_dict(state)
+
+
+def test_a_door_registers_its_old_shapes_and_the_engine_names_no_door():
+    def old_shape(state):
+        return (None, {"count": state["n"]}) if set(state) == {"n"} else None
+
+    states.register_upgrade("test.door", old_shape)
+    _, fields = states.unwrap_state({"n": 3}, "test.door", {"count": states.anything()},
+                                    with_engine=False)
+    assert fields == {"count": 3}
+    with pytest.raises(ValueError, match="state is from door 'test.door'"):
+        states.unwrap_state({"n": 3}, "gluon")
+    # The format's module holds no door's name as a string.
+    source = Path(_checkpoint.__file__).read_text()
+    strings = {node.value for node in ast.walk(ast.parse(source))
+               if isinstance(node, ast.Constant) and isinstance(node.value, str)}
+    doors = {"chainer", "gluon", "nnabla", "mxnet", "torch", "sharded", "mxnet.ResizeIter",
+             "mxnet.PrefetchingIter"}
+    assert not strings & doors
+
+
+@pytest.mark.parametrize("door, upgrade, bare, error", [
+    ("", None, True, ValueError), (3, None, True, ValueError),
+    ("d", None, False, ValueError), ("d", "not callable", False, TypeError)])
+def test_registering_an_upgrade_checks_its_arguments(door, upgrade, bare, error):
+    with pytest.raises(error, match="door|upgrade"):
+        states.register_upgrade(door, upgrade, bare_engine_states=bare)

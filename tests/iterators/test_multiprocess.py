@@ -346,7 +346,7 @@ def test_workers_exit_and_clean_up_when_the_parent_is_killed(pids):
 
 
 def test_without_shared_memory_batches_are_pickled_and_identical(monkeypatch):
-    from dataset_kit.engine import _shm
+    from dataset_kit.engine._process import shm as _shm
 
     monkeypatch.setattr(_shm, "available", lambda: False)
     x = np.random.default_rng(2).random((30, 400))

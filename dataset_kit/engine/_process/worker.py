@@ -23,9 +23,12 @@ import traceback
 from typing import Any, NoReturn
 
 from dataset_kit import _gather
-from dataset_kit.engine import _first_batch, _lifeline, _shm, _wire
+from dataset_kit.engine import _wire
 from dataset_kit.engine._fetch import fetch_batch
-from dataset_kit.engine._messages import (
+from dataset_kit.engine._process import first_batch as _first_batch
+from dataset_kit.engine._process import lifeline as _lifeline
+from dataset_kit.engine._process import shm as _shm
+from dataset_kit.engine._process.messages import (
     Done,
     Failed,
     Forget,
@@ -76,7 +79,7 @@ def worker_main(config: WorkerConfig, conn: Any, lifeline: Any) -> None:
     init_failure: BaseException | None = None
     if worker_init is not None:
         try:
-            worker_init(config.index, config.n_workers)
+            worker_init(config.index, config.workers)
         except Exception as error:  # noqa: BLE001 - reported as each task's failure
             init_failure = error
     blocks: dict[str, _shm.Block] = {}

@@ -43,13 +43,13 @@ _MOST_TOKENS = 1024
 _CHUNKS_PER_WORKER = 16
 
 
-def worth_splitting(plan: BatchPlan, n_workers: int, dataset: Any, converter: Any) -> bool:
-    """Whether the first batch of a fresh pool of ``n_workers`` is built in parts.
+def worth_splitting(plan: BatchPlan, workers: int, dataset: Any, converter: Any) -> bool:
+    """Whether the first batch of a fresh pool of ``workers`` is built in parts.
 
     Only where examples are built one by one (a batch gather is cheap) and
     without a converter (its output cannot be joined).
     """
-    return n_workers > 1 and converter is None and len(plan.indices) >= 2 * n_workers \
+    return workers > 1 and converter is None and len(plan.indices) >= 2 * workers \
         and builds_one_by_one(dataset)
 
 
@@ -80,18 +80,18 @@ class Claims:
 
     Args:
         size: the batch's number of examples.
-        n_workers: the workers that will claim them.
+        workers: the workers that will claim them.
 
     Attributes:
         fd: the pipe's read end (non-blocking), for the workers.
         chunk: examples per chunk (the last may be shorter).
     """
 
-    def __init__(self, size: int, n_workers: int) -> None:
-        if size < 1 or n_workers < 1:
-            raise ValueError(f"Claims needs size >= 1 and n_workers >= 1, got size={size}, "
-                             f"n_workers={n_workers}")
-        self.chunk = max(1, -(-size // min(_MOST_TOKENS, _CHUNKS_PER_WORKER * n_workers)))
+    def __init__(self, size: int, workers: int) -> None:
+        if size < 1 or workers < 1:
+            raise ValueError(f"Claims needs size >= 1 and workers >= 1, got size={size}, "
+                             f"workers={workers}")
+        self.chunk = max(1, -(-size // min(_MOST_TOKENS, _CHUNKS_PER_WORKER * workers)))
         read_end, write_end = os.pipe()
         try:
             os.write(write_end, b"".join(_TOKEN.pack(start)

@@ -13,7 +13,7 @@ threads of the main process:
 
 The main thread then never touches a pipe: it waits on the notification
 pipe and on the workers' sentinels together, with a timeout
-(:class:`~._process_pool.ProcessPool`), so a worker that dies, hangs or stops
+(:class:`~.pool.ProcessPool`), so a worker that dies, hangs or stops
 mid-message is always noticed.
 """
 

@@ -28,17 +28,19 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dataset_kit.engine import _reaper, _shm, _wire
-from dataset_kit.engine._lifeline import Lifeline, keep_from_children, release
-from dataset_kit.engine._messages import (
+from dataset_kit.engine import _wire
+from dataset_kit.engine._process import reaper as _reaper
+from dataset_kit.engine._process import shm as _shm
+from dataset_kit.engine._process.lifeline import Lifeline, keep_from_children, release
+from dataset_kit.engine._process.messages import (
     Failed,
     Forget,
     Retire,
     Task,
     WorkerConfig,
 )
-from dataset_kit.engine._transport import Channel, Transport, _Undecodable
-from dataset_kit.engine._worker import worker_main
+from dataset_kit.engine._process.transport import Channel, Transport, _Undecodable
+from dataset_kit.engine._process.worker import worker_main
 from dataset_kit.engine.errors import (
     BatchTimeoutError,
     TimeoutWarning,
@@ -78,17 +80,17 @@ class ProcessPool:
     """Worker processes for one iterator, and the shared-memory blocks they fill.
 
     Args:
-        n_workers: how many processes.
+        workers: how many processes.
         start_method: ``"fork"``, ``"forkserver"`` or ``"spawn"``.
         dataset: the dataset, handed to each worker (pickled unless forking).
         converter: applied to each batch in the worker, or None.
-        worker_init: ``worker_init(index, n_workers)`` run once per worker, or None.
+        worker_init: ``worker_init(index, workers)`` run once per worker, or None.
         max_tasks: tasks per worker before it is replaced, or None.
-        dataset_timeout: seconds after which a slow batch is warned about.
+        warn_after: seconds after which a slow batch is warned about.
         timeout: seconds a worker may stay silent while the caller waits for
             its batch before that is a :class:`BatchTimeoutError` (None: wait
             as long as the workers live).
-        first: at most ``n_workers`` first tasks, ``(task_id, indices, epochs,
+        first: at most ``workers`` first tasks, ``(task_id, indices, epochs,
             seed)`` each; the k-th is forked with worker k, which starts on it
             at once, while the next worker is still being forked.
         claims: ``(fd, chunk)`` of a first batch's claims pipe
@@ -100,13 +102,13 @@ class ProcessPool:
             for a start method that needs it.
     """
 
-    def __init__(self, *, n_workers: int, start_method: str, dataset: Any, converter: Any = None,
+    def __init__(self, *, workers: int, start_method: str, dataset: Any, converter: Any = None,
                  worker_init: Any = None, max_tasks: int | None = None,
-                 dataset_timeout: float | None = None, timeout: float | None = None,
+                 warn_after: float | None = None, timeout: float | None = None,
                  first: Sequence[tuple[int, Any, Any, int]] = (),
                  claims: tuple[int, int] | None = None) -> None:
-        if len(first) > n_workers:
-            raise ValueError(f"first has {len(first)} tasks, more than n_workers={n_workers}")
+        if len(first) > workers:
+            raise ValueError(f"first has {len(first)} tasks, more than workers={workers}")
         if claims is not None and start_method != "fork":
             raise ValueError(f"claims need workers that inherit the pipe (start_method='fork'), "
                              f"got start_method={start_method!r}")
@@ -126,9 +128,9 @@ class ProcessPool:
         self.use_shm = _shm.available()
         self.prefix = f"dsk-{os.getpid()}-{os.urandom(4).hex()}-"
         self.blocks = _shm.BlockPool(self.prefix)
-        self.n_workers = n_workers
+        self.worker_count = workers
         self.max_tasks = max_tasks
-        self.dataset_timeout = dataset_timeout
+        self.warn_after = warn_after
         self.timeout = timeout
         self.workers: list[_Worker] = []
         self._retiring: list[_Worker] = []
@@ -139,7 +141,7 @@ class ProcessPool:
         self._started_transport: Transport | None = None
         forked: list[tuple[Any, Any, Task | None]] = []
         try:
-            for index in range(n_workers):
+            for index in range(workers):
                 task = Task(*first[index], None) if index < len(first) else None
                 forked.append((*self._fork(index, task), task))
             # The transport's threads start once the workers run: starting a
@@ -164,7 +166,7 @@ class ProcessPool:
         # A forked sibling must not keep the main process's end open: then a
         # worker blocked sending to a dead parent would never see EOF.
         keep_from_children(parent_end.fileno())
-        config = WorkerConfig(index=index, n_workers=self.n_workers, payload=self._payload,
+        config = WorkerConfig(index=index, workers=self.worker_count, payload=self._payload,
                               prefix=self.prefix, use_shm=self.use_shm, first=first,
                               claims=self._claims if first is not None else None)
         # typeshed types get_context()'s result as BaseContext, which lacks Process;
@@ -206,7 +208,7 @@ class ProcessPool:
         Never blocks: the transport's sender thread delivers the task.
         """
         self._reap_retired()
-        worker = self.workers[task_id % self.n_workers]
+        worker = self.workers[task_id % self.worker_count]
         if worker.channel.send_failed or (worker.channel.ended and not worker.channel.inbox):
             self._raise_dead(worker)
         if self.max_tasks is not None and worker.sent >= self.max_tasks:
@@ -319,11 +321,11 @@ class ProcessPool:
             if channel.inbox:
                 continue
             silent = time.monotonic() - max(start, channel.last_heard)
-            if (not warned and self.dataset_timeout is not None
-                    and silent > self.dataset_timeout):
+            if (not warned and self.warn_after is not None
+                    and silent > self.warn_after):
                 warnings.warn(
                     f"batch {task_id} has taken {silent:.1f} s in worker {worker.index} "
-                    f"(pid {worker.process.pid}), over dataset_timeout={self.dataset_timeout}",
+                    f"(pid {worker.process.pid}), over dataset_timeout={self.warn_after}",
                     TimeoutWarning, stacklevel=5)
                 warned = True
             if self.timeout is not None and silent >= self.timeout:

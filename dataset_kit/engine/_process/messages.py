@@ -60,8 +60,8 @@ class WorkerConfig:
     """What a worker process is started with.
 
     Attributes:
-        index: the worker's slot, ``0 <= index < n_workers``.
-        n_workers: how many workers the pool has.
+        index: the worker's slot, ``0 <= index < workers``.
+        workers: how many workers the pool has.
         payload: ``(dataset, converter, worker_init, max_tasks)``, pickled to
             bytes unless the worker is forked.
         prefix: the name prefix of the iterator's shared-memory blocks.
@@ -74,7 +74,7 @@ class WorkerConfig:
     """
 
     index: int
-    n_workers: int
+    workers: int
     payload: Any
     prefix: str
     use_shm: bool
