@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import multiprocessing
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from dataset_kit._checks import positive_int
@@ -22,6 +22,7 @@ from dataset_kit.engine._executors import (
     SerialExecutor,
     ThreadExecutor,
 )
+from dataset_kit.engine._ray import RayExecutor
 
 #: Seconds a worker may stay silent while its batch is awaited before that is a
 #: :class:`~dataset_kit.iterators.BatchTimeoutError`. Long enough for a
@@ -29,7 +30,7 @@ from dataset_kit.engine._executors import (
 #: framework and unpickle a large dataset), short enough that a hang is loud.
 DEFAULT_BATCH_TIMEOUT = 300.0
 
-KINDS = ("serial", "thread", "process")
+KINDS = ("serial", "thread", "process", "ray")
 
 
 def resolve_start_method(start_method: str | None) -> str:
@@ -59,8 +60,10 @@ class ExecutorSpec:
     """Where and how batches are built: validated once, the same for every door.
 
     Attributes:
-        kind: ``"serial"`` (in the caller's thread), ``"thread"`` or ``"process"``.
-        workers: threads or processes (ignored, and 0, for ``"serial"``).
+        kind: ``"serial"`` (in the caller's thread), ``"thread"``, ``"process"``
+            or ``"ray"`` (actors of a Ray cluster, the ``ray`` extra; see
+            :doc:`/cluster`).
+        workers: threads, processes or Ray actors (ignored, and 0, for ``"serial"``).
         depth: batches in flight; None for two per worker.
         start_method: for ``"process"``: ``"fork"``, ``"forkserver"`` or
             ``"spawn"``; None resolves to the platform's default (fork where
@@ -75,6 +78,14 @@ class ExecutorSpec:
         max_tasks: batches a worker process builds before it is replaced.
         warn_after: seconds after which a slow batch is warned about
             (Chainer's ``dataset_timeout``), or None.
+        address: for ``"ray"``: the cluster's address; None reads
+            ``RAY_ADDRESS``, and without it starts Ray on this machine.
+        resources: for ``"ray"``: each actor's Ray resources
+            (``{"num_cpus": 1}`` when None).
+        dataset_factory: for ``"ray"``: a picklable callable with no
+            arguments that each actor calls once to build its own copy of the
+            dataset (one that opens files), instead of receiving it through
+            Ray's object store.
 
     Raises:
         TypeError: for a non-integer count or a non-callable converter or
@@ -92,6 +103,9 @@ class ExecutorSpec:
     worker_init: Callable[[int, int], Any] | None = None
     max_tasks: int | None = None
     warn_after: float | None = None
+    address: str | None = None
+    resources: dict | None = field(default=None, hash=False)
+    dataset_factory: Callable[[], Any] | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -114,6 +128,19 @@ class ExecutorSpec:
                 raise TypeError(f"{name} must be callable or None, got {type(fn).__name__}")
         if self.max_tasks is not None:
             positive_int("max_tasks", self.max_tasks)
+        ray_only = {"address": self.address, "resources": self.resources,
+                    "dataset_factory": self.dataset_factory}
+        given = {name: value for name, value in ray_only.items() if value is not None}
+        if self.kind != "ray" and given:
+            raise ValueError(f"address, resources and dataset_factory are for kind='ray', "
+                             f"not {self.kind!r} (got {given!r})")
+        if self.dataset_factory is not None and not callable(self.dataset_factory):
+            raise TypeError(f"dataset_factory must be callable or None, got "
+                            f"{type(self.dataset_factory).__name__}")
+        if self.address is not None and not isinstance(self.address, str):
+            raise TypeError(f"address must be a string or None, got {self.address!r}")
+        if self.resources is not None and not isinstance(self.resources, dict):
+            raise TypeError(f"resources must be a dict or None, got {self.resources!r}")
 
 
 def make_executor(spec: ExecutorSpec, dataset: Any) -> Executor:
@@ -123,6 +150,11 @@ def make_executor(spec: ExecutorSpec, dataset: Any) -> Executor:
     """
     if spec.kind == "serial":
         return SerialExecutor(dataset, spec.converter)
+    if spec.kind == "ray":
+        return RayExecutor(dataset, workers=spec.workers, address=spec.address,
+                           resources=spec.resources, converter=spec.converter,
+                           worker_init=spec.worker_init, timeout=spec.timeout, depth=spec.depth,
+                           dataset_factory=spec.dataset_factory)
     if spec.kind == "thread":
         return ThreadExecutor(dataset, spec.workers, spec.converter, depth=spec.depth,
                               timeout=spec.timeout)
