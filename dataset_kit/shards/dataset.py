@@ -17,7 +17,7 @@ from dataset_kit.dataset import DatasetMixin
 from dataset_kit.download import get_dataset_directory
 from dataset_kit.shards import _remote
 from dataset_kit.shards._cache import ShardCache
-from dataset_kit.shards._columns import DECODE
+from dataset_kit.shards._columns import DECODE, IMAGES
 from dataset_kit.shards._open_shards import OpenShards
 from dataset_kit.shards._prefetch import OrderPlan, Prefetcher
 from dataset_kit.shards.manifest import MANIFEST_NAME, Manifest
@@ -56,7 +56,7 @@ class StreamingDataset(DatasetMixin):
         prefetch_shards: shards downloaded in the background ahead of the
             order a :class:`ShardOrderSampler` plans (0: none); fewer when
             ``cache_limit`` cannot hold them beside the batch's own.
-        decode_images: decode ``jpeg``/``png`` columns to CHW uint8 arrays
+        decode_images: decode ``jpeg``/``png``/``image`` columns to CHW uint8 arrays
             (False: return the encoded bytes).
 
     Raises:
@@ -96,7 +96,7 @@ class StreamingDataset(DatasetMixin):
                                  float(timeout), non_negative_int("retries", retries),
                                  positive_int("chunk_size", chunk_size))
         self._columns = list(self.manifest.columns.items())
-        self._decode = {name: DECODE[enc] if decode_images or enc not in ("jpeg", "png")
+        self._decode = {name: DECODE[enc] if decode_images or enc not in IMAGES
                         else bytes for name, enc in self._columns}
         self._decoders = [self._decode[name] for name, _ in self._columns]
         self._rows = _row_builder([name for name, _ in self._columns])
