@@ -50,7 +50,10 @@ class StreamingDataset(DatasetMixin):
             in one request, as each request costs a round trip; lower it (or
             raise ``timeout``) for links slower than ``chunk_size / timeout``,
             or so that a cut connection costs less to read again.
-        open_shards: shards this process keeps open between calls.
+        open_shards: shards this process keeps open between calls. Threads
+            may share the dataset (the thread executor): a shard that leaves
+            this table while another thread reads it is closed when that
+            read ends.
         download_threads: shards of one batch downloaded at once (when they
             all fit the cache).
         prefetch_shards: shards downloaded in the background ahead of the
