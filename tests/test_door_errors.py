@@ -235,3 +235,39 @@ def test_a_damaged_record_is_a_record_io_error_through_the_mxnet_door(tmp_path, 
             next(it)
         finally:
             it.close() if hasattr(it, "close") else None
+
+
+# --- SamplerMismatchError, raised when a state of another sampler is loaded --------------
+
+
+def _mxnet(shuffle):
+    from dataset_kit.io import NDArrayIter
+    return NDArrayIter(np.arange(20.0), batch_size=4, shuffle=shuffle)
+
+
+SHUFFLING = {
+    "chainer": lambda shuffle: SerialIterator(list(range(20)), 4, shuffle=shuffle, seed=0),
+    "gluon": lambda shuffle: DataLoader(list(range(20)), 4, shuffle=shuffle, seed=0),
+    # (ShardedIterator checks its own 'shuffle' field first: a plain ValueError naming it.)
+    "nnabla": lambda shuffle: data_iterator_simple(lambda i: (np.float32(i),), 20, 4,
+                                                   shuffle=shuffle,
+                                                   rng=np.random.RandomState(0)),
+    "mxnet": _mxnet,
+}
+
+
+@pytest.mark.parametrize("door", list(SHUFFLING))
+def test_a_state_of_another_sampler_is_a_sampler_mismatch_error_through_the_door(door):
+    from dataset_kit.engine import SamplerMismatchError
+    saved = SHUFFLING[door](True)
+    try:
+        next(iter(saved) if door == "gluon" else saved)
+        state = saved.state_dict()
+    finally:
+        _finalize(saved)
+    other = SHUFFLING[door](False)
+    try:
+        with pytest.raises(SamplerMismatchError, match="saved with order sampler 'shuffle'"):
+            other.load_state_dict(state)
+    finally:
+        _finalize(other)
