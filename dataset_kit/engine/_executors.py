@@ -150,6 +150,10 @@ class ThreadExecutor(_Closable):
         try:
             return handle.result(self.timeout)
         except FutureTimeout:
+            if handle.done():
+                # The batch's own TimeoutError (a ShardTimeoutError): since
+                # Python 3.11 the wait's is the same class. Raise the batch's.
+                return handle.result()
             error = BatchTimeoutError(
                 f"no batch came from the thread pool for {self.timeout} s (timeout="
                 f"{self.timeout} s); a thread is stuck (a dataset blocked in I/O) or a batch "

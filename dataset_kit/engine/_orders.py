@@ -388,6 +388,8 @@ class Orders:
         try:
             self.sampler.load_state_dict(state["state"])
         except Exception as error:  # a user's sampler may raise anything on a bad state
+            if isinstance(error, ValueError) and type(error) is not ValueError:
+                raise  # a specific error (ManifestChangedError, ...): the caller catches its type
             raise ValueError(f"{where} does not fit order sampler {self.kind!r}: "
                              f"{type(error).__name__}: {error}") from error
 

@@ -6,6 +6,8 @@ keeps ``WorkerError``, ``WorkerDiedError`` and ``BatchTimeoutError``).
 
 from __future__ import annotations
 
+import functools
+
 
 class TimeoutWarning(RuntimeWarning):
     """A batch has taken longer than ``dataset_timeout`` seconds to build."""
@@ -16,8 +18,40 @@ class WorkerError(RuntimeError):
 
     The message names the worker and its pid and holds the worker's
     traceback; ``__cause__`` is the original exception when it could be
-    pickled. The iterator stays usable: the next call retries the batch.
+    pickled, and the error is then also an instance of the original's class
+    (made by ``worker_failure``), so ``except ShardFormatError`` catches it as
+    it catches the error raised without workers. The iterator stays usable:
+    the next call retries the batch.
     """
+
+
+def worker_failure(message: str, cause: BaseException | None) -> WorkerError:
+    """A :class:`WorkerError` with ``message`` that is also of ``cause``'s class, if it can be.
+
+    So ``except ShardFormatError`` (or any class) catches a failure raised in a
+    worker process as it catches one raised in the main process, and
+    ``except WorkerError`` catches both kinds. ``cause`` becomes ``__cause__``.
+    A plain :class:`WorkerError` when ``cause`` is None (it did not pickle) or
+    its class cannot be combined (a class whose constructor needs more than a
+    message).
+    """
+    failure: WorkerError = WorkerError(message)
+    if isinstance(cause, Exception) and not isinstance(cause, WorkerError):
+        try:
+            failure = _combined(type(cause))(message)  # type: ignore[arg-type]  # hashable
+        except TypeError:  # layouts that do not combine, or a constructor wanting more
+            pass
+    failure.__cause__ = cause
+    return failure
+
+
+@functools.cache
+def _combined(kind: type) -> type:
+    return type(f"WorkerError[{kind.__name__}]", (WorkerError, kind), {
+        "__module__": __name__,
+        "__str__": BaseException.__str__,  # the worker's message, as a WorkerError reads
+        # Made at run time, so no pickle finds it by name: pickled as a WorkerError.
+        "__reduce__": lambda error: (WorkerError, error.args)})
 
 
 class BatchTimeoutError(WorkerError, TimeoutError):

@@ -117,8 +117,8 @@ class _ImageExamples(DatasetMixin):
             where = f"{self._records.path}, record key {key!r} (index {i})"
             try:
                 header, data = unpack(self._records.read_idx(key, copy=False))
-            except ValueError as error:
-                raise ValueError(f"{where}: {error}") from None
+            except ValueError as error:  # its own type (RecordIOError, ...), with the key
+                raise type(error)(f"{where}: {error}") from None
             labels = header.label if self._items is None else self._items[key][1]
             return bytes(data), labels, where
         assert self._items is not None  # without a record file, a list gives the images

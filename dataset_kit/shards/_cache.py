@@ -94,9 +94,15 @@ class ShardCache:
     @property
     def downloads(self) -> _handoff.Downloads:
         """This process's downloads in flight (threads do not survive ``fork``)."""
-        if self._downloads is None or self._downloads.stale:
-            self._downloads = _handoff.Downloads()
-        return self._downloads
+        downloads = self._downloads
+        if downloads is None or downloads.stale:
+            # One table per process: a thread that made its own would wait
+            # for a job that another table ends.
+            with _handoff.MAKING:
+                if self._downloads is None or self._downloads.stale:
+                    self._downloads = _handoff.Downloads()
+                downloads = self._downloads
+        return downloads
 
     def path(self, shard: int) -> str:
         """The local path of shard number ``shard``."""

@@ -2,7 +2,8 @@
 
 A column's encoding is a name recorded in the manifest, so a reader decodes
 without guessing. Images stay encoded in the shard (``jpeg``, ``png``) and are
-decoded on read, as a CHW ``uint8`` array, as :mod:`dataset_kit.image` does.
+decoded on read, as a CHW ``uint8`` array, as :mod:`dataset_kit.image` does;
+an ``image`` column holds JPEG and PNG samples side by side, each in its own.
 """
 
 from __future__ import annotations
@@ -15,8 +16,11 @@ from typing import Any
 
 import numpy as np
 
-ENCODINGS = ("ndarray", "bytes", "str", "int", "float", "json", "jpeg", "png")
-_MAGIC = {"jpeg": b"\xff\xd8\xff", "png": b"\x89PNG\r\n\x1a\n"}
+ENCODINGS = ("ndarray", "bytes", "str", "int", "float", "json", "jpeg", "png", "image")
+#: The encodings that hold encoded images (``image``: JPEG or PNG, each sample its own).
+IMAGES = ("jpeg", "png", "image")
+_MAGIC: dict[str, tuple[bytes, ...]] = {"jpeg": (b"\xff\xd8\xff",), "png": (b"\x89PNG\r\n\x1a\n",)}
+_MAGIC["image"] = _MAGIC["jpeg"] + _MAGIC["png"]
 
 
 def check_columns(columns: Any) -> dict[str, str]:
@@ -62,7 +66,8 @@ def _encode_image(kind: str) -> Callable[[Any], bytes]:
         if isinstance(value, (bytes, bytearray, memoryview)):
             data = bytes(value)
             if not data.startswith(_MAGIC[kind]):
-                raise ValueError(f"a {kind} column takes encoded {kind} bytes or an HxWxC "
+                what = "JPEG or PNG" if kind == "image" else kind
+                raise ValueError(f"a {kind} column takes encoded {what} bytes or an HxWxC "
                                  f"uint8 array; these bytes start with {data[:8]!r}")
             return data
         from dataset_kit.image.decode import pillow
@@ -71,6 +76,7 @@ def _encode_image(kind: str) -> Callable[[Any], bytes]:
             raise ValueError(f"a {kind} column takes an HxW or HxWxC uint8 array, got dtype "
                              f"{array.dtype} and shape {array.shape}")
         out = io.BytesIO()
+        # An array in an ``image`` column is kept lossless (PNG).
         pillow().fromarray(array).save(out, format="JPEG" if kind == "jpeg" else "PNG")
         return out.getvalue()
     return encode
@@ -109,12 +115,12 @@ ENCODE: dict[str, Callable[[Any], bytes]] = {
     "ndarray": _encode_ndarray, "bytes": _encode_bytes, "str": _encode_str,
     "int": _encode_int, "float": _encode_float,
     "json": lambda value: json.dumps(value, separators=(",", ":")).encode(),
-    "jpeg": _encode_image("jpeg"), "png": _encode_image("png"),
+    "jpeg": _encode_image("jpeg"), "png": _encode_image("png"), "image": _encode_image("image"),
 }
 DECODE: dict[str, Callable[[bytes], Any]] = {
     "ndarray": _decode_ndarray, "bytes": bytes, "str": lambda data: bytes(data).decode(),
     "int": lambda data: struct.unpack("<q", data)[0],
     "float": lambda data: struct.unpack("<d", data)[0],
     "json": lambda data: json.loads(bytes(data)),
-    "jpeg": _decode_image, "png": _decode_image,
+    "jpeg": _decode_image, "png": _decode_image, "image": _decode_image,
 }

@@ -20,6 +20,18 @@ import threading
 from typing import Any
 
 
+def _new_lock() -> None:
+    global MAKING  # noqa: PLW0603 - replaced in a forked child, read at each use
+    MAKING = threading.Lock()
+
+
+#: Held while a thread makes an object's per-process state (a ``Downloads``
+#: table, a prefetcher's queue), so that two threads never make two. A forked
+#: child gets a new one: the parent's may have been held by another thread.
+MAKING = threading.Lock()
+os.register_at_fork(after_in_child=_new_lock)
+
+
 class Job:
     """One download in this process.
 

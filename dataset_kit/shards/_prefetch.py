@@ -28,6 +28,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from dataset_kit.shards import _handoff
 from dataset_kit.shards._cache import ShardCache, cached_name
 
 
@@ -127,11 +128,15 @@ class Prefetcher:
 
     def _ready(self) -> None:
         """Make this process's state (first use, or a forked child: threads do not survive fork)."""
-        if self._pid != os.getpid():
-            self._pid, self._threads = os.getpid(), 0
-            self._wanted: list[int] = []
-            self._keep: frozenset[str] = frozenset()
-            self._wake = threading.Condition()
+        if self._pid == os.getpid():
+            return
+        with _handoff.MAKING:  # once, whichever threads of the process read first
+            if self._pid != os.getpid():
+                self._threads = 0
+                self._wanted: list[int] = []
+                self._keep: frozenset[str] = frozenset()
+                self._wake = threading.Condition()
+                self._pid = os.getpid()  # last: then the state above is whole
 
     def request(self, plan: OrderPlan, epoch: int, shards: set[int], batch: set[int],
                 ahead: int, fit: int | None) -> None:

@@ -105,13 +105,20 @@ def from_parquet(source: str, storage_options: dict | None = None
 
 
 def from_lst(path: str, root: str) -> tuple[dict, int, Iterator[dict]]:
-    """An im2rec ``.lst``: columns ``image`` (encoded bytes, as stored) and ``label`` (floats)."""
+    """An im2rec ``.lst``: columns ``image`` (encoded bytes, as stored) and ``label`` (floats).
+
+    The image column's encoding comes from every file's extension: ``jpeg``
+    or ``png`` when all are one, ``image`` (each sample its own format) when
+    JPEG and PNG mix, ``bytes`` when any other file is listed.
+    """
     from dataset_kit.recordio.im2rec import read_list
 
     items = list(read_list(path))
     if not items:
         raise ValueError(f"{path} lists no image")
-    kind = _IMAGE_EXTENSIONS.get(os.path.splitext(items[0][1])[1].lower(), "bytes")
+    kinds = {_IMAGE_EXTENSIONS.get(os.path.splitext(item[1])[1].lower(), "bytes")
+             for item in items}
+    kind = kinds.pop() if len(kinds) == 1 else "bytes" if "bytes" in kinds else "image"
 
     def samples() -> Iterator[dict]:
         for _, relative, *labels in items:

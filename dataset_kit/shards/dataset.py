@@ -6,7 +6,6 @@ import bisect
 import hashlib
 import os
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -16,9 +15,10 @@ from dataset_kit import _example_context
 from dataset_kit._checks import non_negative_int, positive_int
 from dataset_kit.dataset import DatasetMixin
 from dataset_kit.download import get_dataset_directory
-from dataset_kit.shards import _layout, _remote
-from dataset_kit.shards._cache import CacheFullError, ShardCache
-from dataset_kit.shards._columns import DECODE
+from dataset_kit.shards import _remote
+from dataset_kit.shards._cache import ShardCache
+from dataset_kit.shards._columns import DECODE, IMAGES
+from dataset_kit.shards._open_shards import OpenShards
 from dataset_kit.shards._prefetch import OrderPlan, Prefetcher
 from dataset_kit.shards.manifest import MANIFEST_NAME, Manifest
 
@@ -50,13 +50,16 @@ class StreamingDataset(DatasetMixin):
             in one request, as each request costs a round trip; lower it (or
             raise ``timeout``) for links slower than ``chunk_size / timeout``,
             or so that a cut connection costs less to read again.
-        open_shards: shards this process keeps open between calls.
+        open_shards: shards this process keeps open between calls. Threads
+            may share the dataset (the thread executor): a shard that leaves
+            this table while another thread reads it is closed when that
+            read ends.
         download_threads: shards of one batch downloaded at once (when they
             all fit the cache).
         prefetch_shards: shards downloaded in the background ahead of the
             order a :class:`ShardOrderSampler` plans (0: none); fewer when
             ``cache_limit`` cannot hold them beside the batch's own.
-        decode_images: decode ``jpeg``/``png`` columns to CHW uint8 arrays
+        decode_images: decode ``jpeg``/``png``/``image`` columns to CHW uint8 arrays
             (False: return the encoded bytes).
 
     Raises:
@@ -96,16 +99,15 @@ class StreamingDataset(DatasetMixin):
                                  float(timeout), non_negative_int("retries", retries),
                                  positive_int("chunk_size", chunk_size))
         self._columns = list(self.manifest.columns.items())
-        self._decode = {name: DECODE[enc] if decode_images or enc not in ("jpeg", "png")
+        self._decode = {name: DECODE[enc] if decode_images or enc not in IMAGES
                         else bytes for name, enc in self._columns}
         self._decoders = [self._decode[name] for name, _ in self._columns]
         self._rows = _row_builder([name for name, _ in self._columns])
         self._starts = self.manifest.starts.tolist()
         self._starts_array = np.asarray(self.manifest.starts, dtype=np.int64)
-        self._open_limit = positive_int("open_shards", open_shards)
+        # Shared by the threads that read this dataset (the thread executor).
+        self._shards = OpenShards(open_shards, self._cache.open, self._cache.open_cached)
         self._threads = positive_int("download_threads", download_threads)
-        self._open: OrderedDict[int, _layout.ShardFile] = OrderedDict()
-        self._pid = os.getpid()
         #: The order a ShardOrderSampler in use plans (it records itself here).
         self.prefetch_plan = OrderPlan()
         self._ahead = non_negative_int("prefetch_shards", prefetch_shards)
@@ -125,7 +127,8 @@ class StreamingDataset(DatasetMixin):
 
     def get_example(self, i: int) -> dict:
         shard, offset = self.locate(i)
-        fields = self._shard(shard).fields(offset)
+        with self._shards.hold(shard) as opened:
+            fields = opened.fields(offset)
         return {name: self._decode[name](data) for (name, _), data in zip(self._columns, fields)}
 
     def get_batch(self, indices: np.ndarray) -> Sequence[Any]:
@@ -144,13 +147,17 @@ class StreamingDataset(DatasetMixin):
             examples = _example_context.map_examples(self.get_example, indices.tolist())
         elif len(shards) == 1:  # the common case: a batch inside one shard
             offsets = indices - self._starts_array[shards[0]]
-            examples = self._rows(self._decoded(self._shard(shards[0]).columns_of(offsets)))
+            with self._shards.hold(shards[0]) as opened:
+                columns = opened.columns_of(offsets)
+            examples = self._rows(self._decoded(columns))
         else:
             offsets = indices - self._starts_array[shard_of]
             examples = [None] * len(indices)
             for shard in shards:
                 where = np.flatnonzero(shard_of == shard)
-                rows = self._rows(self._decoded(self._shard(shard).columns_of(offsets[where])))
+                with self._shards.hold(shard) as opened:
+                    columns = opened.columns_of(offsets[where])
+                rows = self._rows(self._decoded(columns))
                 for position, row in zip(where.tolist(), rows):
                     examples[position] = row
         self._prefetch_after(indices, shards)
@@ -207,34 +214,6 @@ class StreamingDataset(DatasetMixin):
             self._prefetcher.request(self.prefetch_plan, epoch, set(shards), set(batch),
                                      self._ahead, self._fit)
 
-    def _shard(self, shard: int) -> _layout.ShardFile:
-        if self._pid != os.getpid():
-            # A forked child: the parent's descriptors are its own; forget them.
-            self._open, self._pid = OrderedDict(), os.getpid()
-        opened = self._open.get(shard)
-        if opened is not None:
-            self._open.move_to_end(shard)
-            if opened.in_memory:
-                # Read from its verified bytes while they were being written:
-                # once published, map the file instead (marked in use, and the
-                # memory freed).
-                cached = self._cache.open_cached(shard)
-                if cached is not None:
-                    opened.close()
-                    self._open[shard] = opened = cached
-            return opened
-        while len(self._open) >= self._open_limit:
-            self._open.popitem(last=False)[1].close()
-        try:
-            opened = self._cache.open(shard)
-        except CacheFullError:
-            if not self._open:
-                raise
-            self._close_shards()  # our own open shards may be what fills the cache
-            opened = self._cache.open(shard)
-        self._open[shard] = opened
-        return opened
-
     def prefetch(self, shards: Any) -> None:
         """Download the given shard numbers into the cache now (without keeping them open)."""
         for shard in shards:
@@ -250,25 +229,21 @@ class StreamingDataset(DatasetMixin):
         Returns once the downloads this process started have ended, so the
         shards it read are then published in the cache.
         """
-        self._close_shards()
+        self._shards.close()
         self._prefetcher.cancel()
         self._last_prefetch = None
         self._cache.downloads.wait_all()
 
-    def _close_shards(self) -> None:
-        while self._open:
-            self._open.popitem()[1].close()
-
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
-        state["_open"] = OrderedDict()
+        state["_shards"] = self._shards.limit  # a new table where it is loaded
         del state["_rows"]  # made again: a generated function does not pickle
         return state
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self._rows = _row_builder([name for name, _ in self._columns])
-        self._pid = os.getpid()
+        self._shards = OpenShards(state["_shards"], self._cache.open, self._cache.open_cached)
 
 
 def _row_builder(names: list[str]) -> Callable[[list[list]], list[dict]]:

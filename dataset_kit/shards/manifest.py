@@ -20,6 +20,7 @@ from dataset_kit.shards._columns import ENCODINGS
 MANIFEST_NAME = "index.json"
 FORMAT = "dataset_kit.shards"
 VERSION = 1
+_DIGEST = 8  # hex digits of each shard's sha256 that a summary keeps
 _SHARD_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
 
@@ -83,7 +84,10 @@ class Manifest:
         return {"sha256": self.sha256, "samples": self.samples, "shards": len(self.shards),
                 "columns": self.columns, "compression": self.compression,
                 "names": hashlib.sha256(" ".join(s.name for s in self.shards).encode())
-                .hexdigest()[:16]}
+                .hexdigest()[:16],
+                # Eight hex digits of each shard's sha256 (a few bytes a shard):
+                # enough to name the shard whose bytes changed.
+                "shard_digests": "".join(s.sha256[:_DIGEST] for s in self.shards)}
 
     def check_unchanged(self, saved: Any) -> None:
         """Raise unless ``saved`` (a :meth:`summary`) describes this manifest.
@@ -99,11 +103,25 @@ class Manifest:
         changed = [f"{key} {saved.get(key)!r} -> {mine[key]!r}"
                    for key in ("samples", "shards", "columns", "compression", "names")
                    if saved.get(key) != mine[key]]
-        what = "; ".join(changed) if changed else "the shards' contents (sha256 or sizes)"
+        what = "; ".join(changed) if changed else self._changed_shards(saved)
         raise ManifestChangedError(
             f"the shards' manifest changed since the checkpoint was written: {what} (manifest "
             f"sha256 {saved.get('sha256')} -> {mine['sha256']}); resuming would not continue "
             f"the same order")
+
+    def _changed_shards(self, saved: dict) -> str:
+        """Name the shards whose bytes changed, as far as ``saved``'s digests tell."""
+        digests = saved.get("shard_digests")
+        if not (isinstance(digests, str) and len(digests) == _DIGEST * len(self.shards)):
+            return "the shards' contents (sha256 or sizes)"  # a summary from before digests
+        changed = [f"shard {number} ({info.name}) sha256 {old}... -> {info.sha256[:_DIGEST]}..."
+                   for number, info in enumerate(self.shards)
+                   if (old := digests[number * _DIGEST:(number + 1) * _DIGEST])
+                   != info.sha256[:_DIGEST]]
+        if not changed:  # the first digits agree: another field of the manifest
+            return "the shards' contents (sha256 or sizes)"
+        more = f" and {len(changed) - 5} more" if len(changed) > 5 else ""
+        return "the bytes of " + ", ".join(changed[:5]) + more
 
     @classmethod
     def from_json(cls, text: str | bytes, where: str) -> Manifest:

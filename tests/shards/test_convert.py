@@ -3,9 +3,10 @@ import json
 import tarfile
 
 import numpy as np
+import pytest
 
 from dataset_kit.cli import main
-from dataset_kit.shards import StreamingDataset
+from dataset_kit.shards import ShardWriter, StreamingDataset
 
 
 def png(value):
@@ -69,7 +70,6 @@ def test_a_bad_source_is_an_error_not_a_traceback(tmp_path, capsys):
 
 
 def test_parquet_files_become_shards_row_for_row(tmp_path, capsys):
-    import pytest
     pytest.importorskip("pyarrow", reason="Parquet input needs pyarrow (the parquet extra)")
     from tests.datasets.parquet_files import check_row, write
 
@@ -85,3 +85,34 @@ def test_parquet_files_become_shards_row_for_row(tmp_path, capsys):
     ds = StreamingDataset(tmp_path / "out", local=tmp_path / "cache")
     for i in range(12):
         check_row(ds[i], i)
+
+
+def jpeg(value):
+    from PIL import Image
+    out = io.BytesIO()
+    Image.fromarray(np.full((2, 3, 3), value, dtype=np.uint8)).save(out, format="JPEG")
+    return out.getvalue()
+
+
+def test_an_im2rec_list_mixing_jpeg_and_png_keeps_each_image_in_its_own_format(tmp_path):
+    files = {"0.jpg": jpeg(0), "1.png": png(10), "2.JPEG": jpeg(200), "3.png": png(30)}
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    lst = tmp_path / "train.lst"
+    lst.write_text("".join(f"{i}\t{i}.0\t{name}\n" for i, name in enumerate(files)))
+    assert main(["shards", "write", str(lst), str(tmp_path / "out"), "--no-progress"]) == 0
+    raw = StreamingDataset(tmp_path / "out", local=tmp_path / "raw", decode_images=False)
+    assert raw.manifest.columns["image"] == "image"
+    assert [raw[i]["image"] for i in range(4)] == list(files.values())
+    decoded = StreamingDataset(tmp_path / "out", local=tmp_path / "cache")
+    from PIL import Image
+    for i, data in enumerate(files.values()):
+        expected = np.asarray(Image.open(io.BytesIO(data)).convert("RGB")).transpose(2, 0, 1)
+        np.testing.assert_array_equal(decoded[i]["image"], expected)
+        assert decoded[i]["label"] == [float(i)]
+
+
+def test_an_image_column_refuses_bytes_that_are_neither_jpeg_nor_png(tmp_path):
+    with pytest.raises(ValueError, match="takes encoded JPEG or PNG bytes"), \
+            ShardWriter(tmp_path / "out", {"image": "image"}) as writer:
+        writer.write({"image": b"GIF89a..."})

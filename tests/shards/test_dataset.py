@@ -5,7 +5,7 @@ import time
 import numpy as np
 import pytest
 
-from dataset_kit.iterators import MultiprocessIterator, SerialIterator
+from dataset_kit.iterators import MultiprocessIterator, MultithreadIterator, SerialIterator
 from dataset_kit.shards import (
     CacheFullError,
     ShardIntegrityError,
@@ -198,6 +198,23 @@ def test_worker_processes_read_the_shards_as_the_main_process_does(tmp_path, whe
     expected = [[b["y"] for b in next(serial)] for _ in range(12)]
     with MultiprocessIterator(ds, 8, order_sampler=sampler, n_processes=2) as it:
         assert [[b["y"] for b in next(it)] for _ in range(12)] == expected
+
+
+def test_threads_sharing_one_dataset_read_the_batches_one_thread_reads(tmp_path):
+    # Four threads reading blocks of four shards through a table of two open
+    # shards: shards leave the table while other threads read them.
+    write(tmp_path / "set", n=400, shard_size=1000)
+    ds = StreamingDataset(tmp_path / "set", local=tmp_path / "cache")
+    assert len(ds.manifest.shards) > 8
+    serial = SerialIterator(ds, 6, order_sampler=ShardOrderSampler(ds, block_shards=4, seed=5))
+    with MultithreadIterator(ds, 6, order_sampler=ShardOrderSampler(ds, block_shards=4, seed=5),
+                             n_threads=4) as threads:
+        for _ in range(2000):
+            expected, got = next(serial), next(threads)
+            assert len(got) == len(expected)
+            for a, b in zip(got, expected):
+                check(a, b["y"])
+    ds.close()
 
 
 def test_resuming_after_the_manifest_changed_is_refused_naming_the_change(tmp_path):

@@ -77,8 +77,8 @@ def test_a_shard_read_from_memory_is_mapped_from_the_cache_once_published(tmp_pa
     check(ds[0], 0)
     ds._cache.downloads.wait_all()  # published
     check(ds[1], 1)
-    opened = ds._open[0]
-    assert not opened.in_memory and opened.path.endswith(cached_name(manifest.shards[0]))
+    with ds._shards.hold(0) as opened:
+        assert not opened.in_memory and opened.path.endswith(cached_name(manifest.shards[0]))
     ds.close()
 
 

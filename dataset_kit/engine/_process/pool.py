@@ -46,6 +46,7 @@ from dataset_kit.engine.errors import (
     TimeoutWarning,
     WorkerDiedError,
     WorkerError,
+    worker_failure,
 )
 
 # The longest the caller's thread sleeps between checks of the timeouts.
@@ -267,11 +268,9 @@ class ProcessPool:
                     f"{message.error!r}")
                 failure.__cause__ = message.error
                 return failure
-            failure = WorkerError(
+            return worker_failure(
                 f"worker {worker.index} (pid {worker.process.pid}) raised while building "
-                f"batch {message.task_id}:\n{message.traceback}")
-            failure.__cause__ = message.error
-            return failure
+                f"batch {message.task_id}:\n{message.traceback}", message.error)
         name = message.block_name
         if name is None:
             if lent is not None:
