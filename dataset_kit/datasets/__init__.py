@@ -19,6 +19,7 @@ from dataset_kit.datasets.image_dataset import (
     ZippedImageDataset,
 )
 from dataset_kit.datasets.image_folder import ImageFolderDataset
+from dataset_kit.datasets.mixture import Mixture, mix
 from dataset_kit.datasets.mnist import (
     get_fashion_mnist,
     get_fashion_mnist_labels,
@@ -83,6 +84,8 @@ __all__ = [
     "Dataset",
     "SimpleDataset",
     "ConcatenatedDataset",
+    "Mixture",
+    "mix",
     "DictDataset",
     "SubDataset",
     "TransformDataset",
