@@ -27,6 +27,7 @@ from dataset_kit.datasets.mnist import (
     get_kuzushiji_mnist_labels,
     get_mnist,
 )
+from dataset_kit.datasets.packing import PackedDataset, pack
 from dataset_kit.datasets.pickle_dataset import (
     PickleDataset,
     PickleDatasetWriter,
@@ -86,6 +87,8 @@ __all__ = [
     "ConcatenatedDataset",
     "Mixture",
     "mix",
+    "PackedDataset",
+    "pack",
     "DictDataset",
     "SubDataset",
     "TransformDataset",
