@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from dataset_kit._checks import non_negative_int
+from dataset_kit.batch import ExampleBatch
 from dataset_kit.dataset import DatasetMixin, fetch_examples
 
 STOPS = ("first_exhausted", "all_exhausted", "never")
@@ -290,8 +291,10 @@ class Mixture(DatasetMixin):
         if not self.shuffle:
             return source, position
         example = np.empty_like(position)
-        for s, e in set(zip(source.tolist(), epoch.tolist())):
-            where = (source == s) & (epoch == e)
+        keys = source * (int(epoch.max()) + 1) + epoch  # one group per (source, epoch)
+        for key in np.unique(keys).tolist():
+            where = keys == key
+            s, e = divmod(key, int(epoch.max()) + 1)
             example[where] = self._order(s, e)[position[where]]
         return source, example
 
@@ -299,13 +302,23 @@ class Mixture(DatasetMixin):
         source, example = self.locate(np.array([i], dtype=np.int64))
         return self.datasets[int(source[0])][int(example[0])]
 
-    def get_batch(self, indices: np.ndarray) -> list:
+    def get_batch(self, indices: np.ndarray) -> Sequence[Any]:
         source, example = self.locate(indices)
+        groups = [(s, np.flatnonzero(source == s)) for s in np.unique(source).tolist()]
+        parts = [fetch_examples(self.datasets[s], example[where]) for s, where in groups]
+        columns = [p.columns for p in parts if isinstance(p, ExampleBatch)]
+        arrays = [c for c in columns if isinstance(c, np.ndarray)]
+        if parts and len(arrays) == len(parts) and all(
+                a.dtype == arrays[0].dtype and a.shape[1:] == arrays[0].shape[1:]
+                for a in arrays):
+            # Array sources: one column in, one column out (no per-example objects).
+            out = np.empty((len(indices), *arrays[0].shape[1:]), dtype=arrays[0].dtype)
+            for (_, where), array in zip(groups, arrays):
+                out[where] = array
+            return ExampleBatch(out)
         batch: list[Any] = [None] * len(indices)
-        for s in np.unique(source).tolist():
-            where = np.flatnonzero(source == s)
-            for slot, value in zip(where.tolist(),
-                                   fetch_examples(self.datasets[s], example[where])):
+        for (_, where), part in zip(groups, parts):
+            for slot, value in zip(where.tolist(), part):
                 batch[slot] = value
         return batch
 
