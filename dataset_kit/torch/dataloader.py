@@ -91,7 +91,7 @@ _FIXED = ("batch_size", "batch_sampler", "sampler", "drop_last", "dataset", "per
 
 
 class DataLoader(Generic[_T_co]):
-    """Loads a map-style dataset in batches, one epoch per ``iter()`` (PyTorch's ``DataLoader``).
+    """Loads a dataset in batches, one epoch per ``iter()`` (PyTorch's ``DataLoader``).
 
     The arguments, their defaults and the errors for conflicting ones are
     PyTorch 2's; the batches (order, collated types, dtypes and nesting) are
@@ -104,7 +104,9 @@ class DataLoader(Generic[_T_co]):
 
     Args:
         dataset: any object with ``__getitem__`` and ``__len__`` (and
-            optionally ``__getitems__``); not an ``IterableDataset``.
+            optionally ``__getitems__``), or an ``IterableDataset`` (not a
+            DataPipe): each worker iterates its own copy, batches come
+            round robin, as in PyTorch.
         batch_size: examples per batch; None disables auto-batching.
         shuffle: reshuffle every epoch (a ``RandomSampler``).
         sampler: a torch ``Sampler`` or any iterable of indices with ``len``.
@@ -125,7 +127,8 @@ class DataLoader(Generic[_T_co]):
 
     Raises:
         ValueError: for PyTorch's argument conflicts, with its messages.
-        TypeError: for an ``IterableDataset`` or an object that is not map-style.
+        TypeError: for a DataPipe, or an object that is neither map-style nor
+            an ``IterableDataset``.
     """
 
     def __init__(self, dataset: Any, batch_size: int | None = 1, shuffle: bool | None = None,
@@ -139,6 +142,12 @@ class DataLoader(Generic[_T_co]):
         iterable = isinstance(dataset, IterableDataset)
         if iterable:
             _check_iterable_arguments(dataset, shuffle, sampler, batch_sampler)
+            if isinstance(dataset, IterDataPipe):
+                raise TypeError(
+                    f"dataset_kit.torch.DataLoader takes map-style datasets and "
+                    f"IterableDatasets, not DataPipes (deprecated in PyTorch, whose shuffle and "
+                    f"sharding graph settings it does not apply); got {type(dataset).__name__}. "
+                    f"Use torch.utils.data.DataLoader for it")
         elif not (hasattr(dataset, "__getitem__") and hasattr(dataset, "__len__")):
             raise TypeError(f"dataset must be map-style (have __getitem__ and __len__) or an "
                             f"IterableDataset, got {type(dataset).__name__}")

@@ -129,3 +129,10 @@ def test_an_error_in_a_stream_is_raised_and_the_stream_goes_on():
     assert plain(DataLoader(Flaky(), batch_size=None)) == [1, 2]
     with pytest.raises(RuntimeError, match="no stream today"):
         list(DataLoader(Broken(), batch_size=None, num_workers=1))
+
+
+def test_a_datapipe_is_a_type_error_saying_why():
+    from torch.utils.data.datapipes.iter import IterableWrapper
+
+    with pytest.raises(TypeError, match="not DataPipes"):
+        DataLoader(IterableWrapper([1, 2, 3]))
