@@ -192,6 +192,10 @@ class Mixture(DatasetMixin):
             self._steps.append(steps)
         self._length = self._stop_length()
         self._orders: dict[tuple[int, int], np.ndarray] = {}
+        # The per-source numbers as arrays, indexed by a batch's sources at once.
+        self._shares_array = np.asarray(self.shares, dtype=np.int64)
+        self._start_array = np.asarray(self.start, dtype=np.int64)
+        self._lengths_array = np.asarray(self.lengths, dtype=np.int64)
 
     @property
     def weights(self) -> tuple[float, ...]:
@@ -261,12 +265,11 @@ class Mixture(DatasetMixin):
             of that source's examples given before it (``start`` included).
         """
         indices = np.asarray(indices, dtype=np.int64)
-        within = indices % self.period
-        source = self._schedule[within].astype(np.int64)
-        shares = np.asarray(self.shares, dtype=np.int64)
-        start = np.asarray(self.start, dtype=np.int64)
-        draw = (indices // self.period) * shares[source] + self._rank[within] + start[source]
-        return source, draw
+        turns, within = np.divmod(indices, self.period)
+        source = self._schedule[within]
+        draw = turns * self._shares_array[source] + self._rank[within] + \
+            self._start_array[source]
+        return source.astype(np.int64), draw
 
     def _order(self, source: int, epoch: int) -> np.ndarray:
         key = (source, epoch)
@@ -286,8 +289,7 @@ class Mixture(DatasetMixin):
             indices: non-negative mixture indices.
         """
         source, draw = self.draws(indices)
-        lengths = np.asarray(self.lengths, dtype=np.int64)[source]
-        epoch, position = draw // lengths, draw % lengths
+        epoch, position = np.divmod(draw, self._lengths_array[source])
         if not self.shuffle:
             return source, position
         example = np.empty_like(position)

@@ -138,3 +138,37 @@ def test_iterators_over_a_packed_mixture_agree_and_resume_exactly(method):
 
 def test_packed_dataset_is_the_class_pack_returns():
     assert isinstance(pack(documents([2]), 4), PackedDataset)
+
+
+@pytest.mark.parametrize("method", ["concat", "first_fit"])
+def test_a_packed_mixture_resumes_on_three_ranks_from_a_two_rank_checkpoint(method):
+    from dataset_kit.distributed import ShardedIterator
+    from tests.distributed.thread_ranks import run_ranks, unwrap
+
+    second = [{"tokens": d["tokens"] + 500_000} for d in documents([23] * 30, seed=2)]
+    sources = [documents(list(range(1, 80, 2)), seed=1), second]  # no token in both
+    # first_exhausted: no document twice, so a sequence's tokens name it.
+    packed = pack(mix(sources, [2, 1], seed=0, stop="first_exhausted"), 32, method=method,
+                  num_bins=4, keys=["tokens"])
+    names = {tuple(e["tokens"].tolist()): j for j, e in enumerate(packed[:])}
+    assert len(names) == len(packed)
+
+    def run(ranks: int, state: dict | None, steps: int | None):
+        def body(comm):
+            it = ShardedIterator(packed, 2, comm, shuffle=False, seed=0, repeat=False)
+            if state is not None:
+                it.load_state_dict(state)
+            taken = []
+            for k, batch in enumerate(it):
+                taken += [names[tuple(e["tokens"].tolist())] for e in batch]
+                if steps is not None and k + 1 == steps:
+                    break
+            return taken, it.state_dict()
+        return unwrap(run_ranks(ranks, body))
+
+    before = run(2, None, 3)
+    after = run(3, before[0][1], None)
+    seen = sorted(j for taken, _ in before + after for j in taken)
+    # Every sequence once (the last batches may pad with sequences from the start).
+    assert sorted(set(seen)) == list(range(len(packed)))
+    assert len(seen) - len(packed) < 3 * 2
