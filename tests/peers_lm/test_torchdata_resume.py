@@ -8,33 +8,8 @@ pytest.importorskip("torch", reason="the comparison needs PyTorch")
 stateful = pytest.importorskip("torchdata.stateful_dataloader",
                                reason="the comparison needs torchdata (pip install torchdata)")
 
-from torch.utils.data import IterableDataset, get_worker_info  # noqa: E402
-
 from dataset_kit.torch import DataLoader  # noqa: E402
-
-
-class Counter(IterableDataset):
-    """A Stateful stream split by worker; a loaded state is where its next iter() starts."""
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-        self.start = 0
-        self.resume_at: int | None = None
-
-    def __iter__(self):
-        info = get_worker_info()
-        w, k = (0, 1) if info is None else (info.id, info.num_workers)
-        i, self.resume_at = self.resume_at or 0, None
-        while w + k * i < self.n:
-            self.start = i + 1
-            yield w + k * i
-            i += 1
-
-    def state_dict(self) -> dict:
-        return {"start": self.start}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.resume_at = state["start"]
+from tests.torch.helpers import StatefulCounter as Counter  # noqa: E402
 
 
 def rest_after(make, taken: int) -> list:

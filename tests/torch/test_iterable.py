@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.torch.helpers import StatefulCounter as Counter
 from tests.torch.helpers import torch  # noqa: F401 - skips without PyTorch
 
 from torch.utils.data import DataLoader as TorchDataLoader  # noqa: E402
@@ -27,30 +28,6 @@ class Shared(IterableDataset):
 
     def __len__(self) -> int:
         return self.n
-
-
-class Counter(IterableDataset):
-    """A torchdata-``Stateful`` stream: its state is where each worker's copy stands."""
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-        self.start = 0
-        self.resume_at: int | None = None
-
-    def __iter__(self):
-        info = get_worker_info()
-        w, k = (0, 1) if info is None else (info.id, info.num_workers)
-        i, self.resume_at = self.resume_at or 0, None  # a loaded state, once
-        while w + k * i < self.n:
-            self.start = i + 1
-            yield w + k * i
-            i += 1
-
-    def state_dict(self) -> dict:
-        return {"start": self.start}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.resume_at = state["start"]
 
 
 def plain(batches) -> list:
