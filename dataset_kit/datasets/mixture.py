@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from dataset_kit import _example_context
 from dataset_kit._checks import non_negative_int
 from dataset_kit.batch import ExampleBatch
 from dataset_kit.dataset import DatasetMixin, fetch_examples
@@ -196,6 +197,10 @@ class Mixture(DatasetMixin):
         self._shares_array = np.asarray(self.shares, dtype=np.int64)
         self._start_array = np.asarray(self.start, dtype=np.int64)
         self._lengths_array = np.asarray(self.lengths, dtype=np.int64)
+        # Sources that answer a batch at once (arrays, DatasetMixin) are asked
+        # per source; others one example at a time, in batch order.
+        self._batched_sources = all(isinstance(d, (np.ndarray, DatasetMixin))
+                                    for d in self.datasets)
 
     @property
     def weights(self) -> tuple[float, ...]:
@@ -306,6 +311,12 @@ class Mixture(DatasetMixin):
 
     def get_batch(self, indices: np.ndarray) -> Sequence[Any]:
         source, example = self.locate(indices)
+        if not self._batched_sources:
+            # Sources read one example at a time: one pass in batch order, so
+            # the example cursor (example_rng) follows the batch's positions.
+            datasets = self.datasets
+            return _example_context.map_examples(
+                lambda pair: datasets[pair[0]][pair[1]], zip(source.tolist(), example.tolist()))
         groups = [(s, np.flatnonzero(source == s)) for s in np.unique(source).tolist()]
         parts = [fetch_examples(self.datasets[s], example[where]) for s, where in groups]
         columns = [p.columns for p in parts if isinstance(p, ExampleBatch)]
