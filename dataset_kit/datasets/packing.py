@@ -10,7 +10,8 @@ position of each token within its piece of document), all of ``length``.
 Packing is sequential: where a document goes depends on the documents before
 it. The packed dataset therefore makes a *plan* once, from the documents'
 lengths only (one pass, on first use, in the process that builds the loader;
-workers receive it): which documents, at which offsets, form each sequence.
+workers receive it; ``lengths=`` spares the pass): which documents, at which
+offsets, form each sequence.
 Sequence ``j`` is then a pure function of ``j`` and the plan, so every worker
 count, every rank count and every resume reads the same sequences, and the
 state of an iterator over a packed dataset is its position, a few integers;
@@ -69,7 +70,8 @@ class PackedDataset(DatasetMixin):
 
     def __init__(self, dataset: Any, length: int, *, method: str = "concat",
                  keys: Sequence[str] | None = None, num_bins: int = 64, pad_id: int = 0,
-                 too_long: str = "split", shuffle_bins: bool = False, seed: int = 0) -> None:
+                 too_long: str = "split", shuffle_bins: bool = False, seed: int = 0,
+                 lengths: Sequence[int] | None = None) -> None:
         try:
             self._documents = len(dataset)
         except TypeError:
@@ -93,7 +95,24 @@ class PackedDataset(DatasetMixin):
             self.keys: tuple[str, ...] | None = tuple(keys)
         else:
             self.keys = None
+        self._given_lengths = None if lengths is None else self._check_lengths(lengths)
         self._plan: _Plan | None = None
+
+    def _check_lengths(self, lengths: Sequence[int]) -> np.ndarray:
+        """The ``lengths`` argument as int64, checked against the dataset and ``too_long``."""
+        array = np.asarray(lengths)
+        if array.ndim != 1 or array.dtype.kind not in "iu" or len(array) != self._documents:
+            raise ValueError(f"lengths must be one integer token count per document "
+                             f"({self._documents}), got dtype {array.dtype} and shape "
+                             f"{array.shape}")
+        if len(array) and array.min() < 0:
+            raise ValueError(f"lengths must not be negative, got {int(array.min())} for "
+                             f"document {int(array.argmin())}")
+        if self.too_long == "error" and len(array) and array.max() > self.length:
+            d = int(array.argmax())
+            raise ValueError(f"example {d} has {int(array[d])} tokens, more than length="
+                             f"{self.length} (too_long='error'); pass too_long='split' to cut it")
+        return array.astype(np.int64)
 
     # -- the plan --------------------------------------------------------------
 
@@ -126,7 +145,15 @@ class PackedDataset(DatasetMixin):
     def plan(self) -> _Plan:
         """The packing plan, made on first use from the documents' lengths."""
         if self._plan is None:
-            lengths = self._lengths()
+            if self._given_lengths is not None:
+                lengths = self._given_lengths
+                if self.keys is None and self._documents:
+                    first = fetch_examples(self.dataset, np.zeros(1, dtype=np.int64))[0]
+                    if not isinstance(first, dict) or not first:
+                        _tokens(first, "", 0)  # the error for a non-dict
+                    self.keys = tuple(first)
+            else:
+                lengths = self._lengths()
             if self.method == "concat":
                 self._plan = _ConcatPlan(lengths, self.length)
             else:
@@ -168,7 +195,14 @@ class PackedDataset(DatasetMixin):
             at += n
         out: dict[str, np.ndarray] = {}
         assert self.keys is not None
+        given = self._given_lengths
         for key in self.keys:
+            if given is not None:  # the lengths were the caller's: check what they promised
+                for d, _, _ in pieces:
+                    n = len(_tokens(fetched[d], key, d))
+                    if n != given[d]:
+                        raise ValueError(f"example {d}'s {key!r} has {n} tokens, but lengths[{d}]"
+                                         f" says {int(given[d])}")
             parts = [np.asarray(fetched[d][key])[start:stop] for d, start, stop in pieces]
             dtype = parts[0].dtype if parts else np.int64
             tokens = np.full(size, self.pad_id, dtype=dtype)
@@ -274,7 +308,8 @@ class _FirstFitPlan(_Plan):
 
 def pack(dataset: Any, length: int, *, method: str = "concat", keys: Sequence[str] | None = None,
          num_bins: int = 64, pad_id: int = 0, too_long: str = "split",
-         shuffle_bins: bool = False, seed: int = 0) -> PackedDataset:
+         shuffle_bins: bool = False, seed: int = 0,
+         lengths: Sequence[int] | None = None) -> PackedDataset:
     """Pack token examples into sequences of ``length`` tokens (a random-access dataset).
 
     Args:
@@ -292,6 +327,9 @@ def pack(dataset: Any, length: int, *, method: str = "concat", keys: Sequence[st
         shuffle_bins: ``"first_fit"`` only: emit each round's bins in Grain's
             shuffled order (its ``shuffle_bins=True`` with ``seed``).
         seed: the seed of that shuffle.
+        lengths: each document's token count, if known (a column of the
+            corpus): the plan is then made from it without reading the
+            documents, and each document is checked against it when read.
 
     Returns:
         The packed dataset: ``packed[j]`` is a dict of ``<key>``,
@@ -307,4 +345,4 @@ def pack(dataset: Any, length: int, *, method: str = "concat", keys: Sequence[st
     """
     return PackedDataset(dataset, length, method=method, keys=keys, num_bins=num_bins,
                          pad_id=pad_id, too_long=too_long, shuffle_bins=shuffle_bins,
-                         seed=seed)
+                         seed=seed, lengths=lengths)

@@ -172,3 +172,25 @@ def test_a_packed_mixture_resumes_on_three_ranks_from_a_two_rank_checkpoint(meth
     # Every sequence once (the last batches may pad with sequences from the start).
     assert sorted(set(seen)) == list(range(len(packed)))
     assert len(seen) - len(packed) < 3 * 2
+
+
+@pytest.mark.parametrize("method", ["concat", "first_fit"])
+def test_given_lengths_make_the_same_plan_without_reading_and_are_checked(method):
+    docs = documents([5, 0, 17, 3, 9, 30, 2])
+    lengths = [len(d["tokens"]) for d in docs]
+    plain = pack(docs, 8, method=method, num_bins=2)
+    given = pack(docs, 8, method=method, num_bins=2, lengths=lengths)
+    assert len(given) == len(plain)
+    for a, b in zip(given[:], plain[:]):
+        assert set(a) == set(b) and all(np.array_equal(a[k], b[k]) for k in a)
+    wrong = pack(docs, 8, method=method, num_bins=2, lengths=[5, 0, 17, 3, 9, 31, 2])
+    with pytest.raises(ValueError, match=r"example 5's 'tokens' has 30 tokens, but lengths\[5\] "
+                                         r"says 31"):
+        wrong[:]
+    with pytest.raises(ValueError, match=r"lengths must be one integer token count per "
+                                         r"document \(7\)"):
+        pack(docs, 8, lengths=[1, 2])
+    with pytest.raises(ValueError, match="lengths must not be negative, got -1 for document 1"):
+        pack(docs, 8, lengths=[5, -1, 17, 3, 9, 30, 2])
+    with pytest.raises(ValueError, match="example 5 has 30 tokens, more than length=8"):
+        pack(docs, 8, lengths=lengths, too_long="error")
