@@ -28,6 +28,7 @@ an ``IterableDataset``                   :class:`~._stream.Streams`: one stream 
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import multiprocessing.context
 import signal
@@ -269,13 +270,10 @@ class DataLoader(Generic[_T_co]):
         streams = Streams(self.dataset, max(1, self.num_workers), self.batch_size,
                           self.drop_last)
         streams.resume = resume
-        executor = self._executor
+        executor = dataclasses.replace(self._executor,
+                                       converter=StreamCollate(self._executor.converter))
         return Engine(streams, batch_size=1, shuffle=False, seed=self._seed, last_batch="keep",
-                      executor=ExecutorSpec(
-                          executor.kind, workers=executor.workers, depth=executor.depth,
-                          start_method=executor.start_method, timeout=executor.timeout,
-                          converter=StreamCollate(executor.converter),
-                          worker_init=executor.worker_init))
+                      executor=executor)
 
     def _iter_streams(self) -> Iterator[Any]:
         engine = self._engine
@@ -389,6 +387,13 @@ class DataLoader(Generic[_T_co]):
                 f"share and cannot be handed to another count of workers; resume with "
                 f"num_workers={saved['workers'] if saved['workers'] > 1 else 0}, or use a "
                 f"map-style dataset (any num_workers resumes it exactly)")
+        first, listed = saved["first"], saved["positions"]
+        if not isinstance(listed, list) or len(listed) != n or not (
+                isinstance(first, int) and 0 <= first < n):
+            raise ValueError(f"state['door']['streams'] must hold one position per worker "
+                             f"stream ({n}) and the next stream in range(0, {n}), got "
+                             f"{len(listed) if isinstance(listed, list) else listed!r} positions "
+                             f"and first={first!r}")
         positions = [p if p is not None else {"batches": 0, "ended": False, "dataset": None,
                                                 "iterator": None}
                      for p in saved["positions"]]

@@ -113,3 +113,12 @@ def test_a_datapipe_is_a_type_error_saying_why():
 
     with pytest.raises(TypeError, match="not DataPipes"):
         DataLoader(IterableWrapper([1, 2, 3]))
+
+
+def test_a_malformed_streams_state_is_refused_and_changes_nothing():
+    loader = DataLoader(Counter(10), batch_size=2, num_workers=0)
+    state = loader.state_dict()
+    state["door"]["streams"]["positions"] = []
+    with pytest.raises(ValueError, match=r"one position per worker stream \(1\)"):
+        loader.load_state_dict(state)
+    assert plain(loader) == plain(TorchDataLoader(Counter(10), batch_size=2))
