@@ -21,6 +21,7 @@ from dataset_kit.datasets.image_dataset import (
     ZippedImageDataset,
 )
 from dataset_kit.datasets.image_folder import ImageFolderDataset
+from dataset_kit.datasets.mixture import Mixture, mix
 from dataset_kit.datasets.mnist import (
     get_fashion_mnist,
     get_fashion_mnist_labels,
@@ -28,6 +29,7 @@ from dataset_kit.datasets.mnist import (
     get_kuzushiji_mnist_labels,
     get_mnist,
 )
+from dataset_kit.datasets.packing import PackedDataset, pack
 from dataset_kit.datasets.parquet import ParquetDataset
 from dataset_kit.datasets.pickle_dataset import (
     PickleDataset,
@@ -92,6 +94,10 @@ __all__ = [
     "SimpleDataset",
     "ColumnarDataset",
     "ConcatenatedDataset",
+    "Mixture",
+    "mix",
+    "PackedDataset",
+    "pack",
     "DictDataset",
     "SubDataset",
     "TransformDataset",

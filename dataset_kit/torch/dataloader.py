@@ -18,11 +18,17 @@ PyTorch                                  engine
 ``state_dict()``                         the engine's state + generator states (door
                                          ``"torch"``, field ``torch``)
 one ``iter()``                           batches up to the one that ends an epoch
+an ``IterableDataset``                   :class:`~._stream.Streams`: one stream per
+                                         worker, batch ``k`` from stream ``k % n``
+                                         (one engine epoch per ``iter()``)
+``state_dict()`` of an iterable          each stream's position (torchdata's
+                                         ``Stateful`` states, or batches to replay)
 =======================================  =============================================
 """
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import multiprocessing.context
 import signal
@@ -41,6 +47,7 @@ from torch.utils.data import (
 from torch.utils.data import DataLoader as _TorchDataLoader
 from torch.utils.data import default_collate as _torch_default_collate
 from torch.utils.data._utils.pin_memory import pin_memory as _pin
+from torch.utils.data.dataloader import _InfiniteConstantSampler
 
 from dataset_kit.engine import (
     BatchTimeoutError,
@@ -53,6 +60,7 @@ from dataset_kit.engine import (
 from dataset_kit.torch import _collate
 from dataset_kit.torch._fetch import Collate, Failed, Fetch
 from dataset_kit.torch._orders import SamplerOrder
+from dataset_kit.torch._stream import Resume, StreamCollate, Streams
 from dataset_kit.torch._worker import WorkerStart
 
 
@@ -93,7 +101,7 @@ _FIXED = ("batch_size", "batch_sampler", "sampler", "drop_last", "dataset", "per
 
 
 class DataLoader(Generic[_T_co]):
-    """Loads a map-style dataset in batches, one epoch per ``iter()`` (PyTorch's ``DataLoader``).
+    """Loads a dataset in batches, one epoch per ``iter()`` (PyTorch's ``DataLoader``).
 
     The arguments, their defaults and the errors for conflicting ones are
     PyTorch 2's; the batches (order, collated types, dtypes and nesting) are
@@ -106,7 +114,9 @@ class DataLoader(Generic[_T_co]):
 
     Args:
         dataset: any object with ``__getitem__`` and ``__len__`` (and
-            optionally ``__getitems__``); not an ``IterableDataset``.
+            optionally ``__getitems__``), or an ``IterableDataset`` (not a
+            DataPipe): each worker iterates its own copy, batches come
+            round robin, as in PyTorch.
         batch_size: examples per batch; None disables auto-batching.
         shuffle: reshuffle every epoch (a ``RandomSampler``).
         sampler: a torch ``Sampler`` or any iterable of indices with ``len``.
@@ -127,7 +137,8 @@ class DataLoader(Generic[_T_co]):
 
     Raises:
         ValueError: for PyTorch's argument conflicts, with its messages.
-        TypeError: for an ``IterableDataset`` or an object that is not map-style.
+        TypeError: for a DataPipe, or an object that is neither map-style nor
+            an ``IterableDataset``.
     """
 
     def __init__(self, dataset: Any, batch_size: int | None = 1, shuffle: bool | None = None,
@@ -138,16 +149,18 @@ class DataLoader(Generic[_T_co]):
                  multiprocessing_context: Any = None, generator: Any = None, *,
                  prefetch_factor: int | None = None, persistent_workers: bool = False,
                  pin_memory_device: str = "", in_order: bool = True) -> None:
-        if isinstance(dataset, IterableDataset):
+        iterable = isinstance(dataset, IterableDataset)
+        if iterable:
             _check_iterable_arguments(dataset, shuffle, sampler, batch_sampler)
-            raise TypeError(
-                f"dataset_kit.torch.DataLoader loads map-style datasets (any object with "
-                f"__getitem__ and __len__, optionally __getitems__); got the IterableDataset "
-                f"{type(dataset).__name__}. Use torch.utils.data.DataLoader for it, or a "
-                f"map-style dataset")
-        if not (hasattr(dataset, "__getitem__") and hasattr(dataset, "__len__")):
-            raise TypeError(f"dataset must be map-style (have __getitem__ and __len__), got "
-                            f"{type(dataset).__name__}")
+            if isinstance(dataset, IterDataPipe):
+                raise TypeError(
+                    f"dataset_kit.torch.DataLoader takes map-style datasets and "
+                    f"IterableDatasets, not DataPipes (deprecated in PyTorch, whose shuffle and "
+                    f"sharding graph settings it does not apply); got {type(dataset).__name__}. "
+                    f"Use torch.utils.data.DataLoader for it")
+        elif not (hasattr(dataset, "__getitem__") and hasattr(dataset, "__len__")):
+            raise TypeError(f"dataset must be map-style (have __getitem__ and __len__) or an "
+                            f"IterableDataset, got {type(dataset).__name__}")
         # PyTorch's checks, in its order and with its words.
         if num_workers < 0:
             raise ValueError("num_workers option should be non-negative; "
@@ -178,7 +191,8 @@ class DataLoader(Generic[_T_co]):
             raise ValueError("batch_size=None option disables auto-batching and is mutually "
                              "exclusive with drop_last")
         if sampler is None:
-            sampler = RandomSampler(dataset, generator=generator) if shuffle \
+            sampler = _InfiniteConstantSampler() if iterable else \
+                RandomSampler(dataset, generator=generator) if shuffle \
                 else SequentialSampler(dataset)
         if batch_size is not None and batch_sampler is None:
             batch_sampler = BatchSampler(sampler, batch_size, drop_last)
@@ -198,28 +212,35 @@ class DataLoader(Generic[_T_co]):
         self._default_collate = auto and collate_fn is None
         self._index_sampler = batch_sampler if auto else sampler
 
-        self._order = SamplerOrder(self._index_sampler, auto, generator,
-                                   base_seed_every_epoch=not persistent_workers)
-        seed = (generator.initial_seed() if generator is not None else torch.initial_seed())
-        fetched = Fetch(dataset)
+        self._iterable = iterable
+        self._seed = (generator.initial_seed() if generator is not None
+                      else torch.initial_seed()) & _SEED_MASK
         depth, worker_start = None, None
         if num_workers > 0:
             assert prefetch_factor is not None  # defaulted to 2 above with workers
             depth = max(1, prefetch_factor * num_workers)
             worker_start = WorkerStart(dataset, worker_init_fn, 0)
-        executor = ExecutorSpec(
+        self._executor = ExecutorSpec(
             "serial" if num_workers == 0 else "process", workers=num_workers,
             depth=depth, start_method=start_method,
             timeout=None if timeout == 0 else timeout,
             converter=Collate(collate_fn, auto), worker_init=worker_start)
-        self._engine = Engine(fetched, batch_size=None, order_sampler=self._order,
-                              seed=seed & _SEED_MASK, last_batch="keep", executor=executor)
-        # The first epoch is drawn: a sampler yielding lists makes each one a key
-        # (workers start with the first batch, so they get this as well).
-        fetched.key_type = self._order.key_type
+        if iterable:
+            self._engine = self._stream_engine(None)
+            self._IterableDataset_len_called: int | None = None  # PyTorch's name
+        else:
+            self._order = SamplerOrder(self._index_sampler, auto, generator,
+                                       base_seed_every_epoch=not persistent_workers)
+            fetched = Fetch(dataset)
+            self._engine = Engine(fetched, batch_size=None, order_sampler=self._order,
+                                  seed=self._seed, last_batch="keep", executor=self._executor)
+            # The first epoch is drawn: a sampler yielding lists makes each one a
+            # key (workers start with the first batch, so they get this as well).
+            fetched.key_type = self._order.key_type
         self._worker_start = worker_start  # its base seed is set by iter()
         self._iterations = 0  # iter() calls: an older iterator stops when a newer starts
         self._resuming = False
+        self._streams_state: dict | None = None  # an iterable's position, as of the last batch
         self._initialized = True
         # PyTorch's warning for more workers than CPUs (it reads num_workers only).
         # Not a torch DataLoader subclass, which torch's annotation of self asks for.
@@ -239,6 +260,8 @@ class DataLoader(Generic[_T_co]):
     # -- epochs ----------------------------------------------------------------
 
     def __iter__(self) -> Iterator[Any]:
+        if self._iterable:
+            return self._iter_streams()
         engine = self._engine
         p = engine.position
         at_boundary = p.is_new_epoch or p.previous_epoch_detail is None
@@ -250,6 +273,31 @@ class DataLoader(Generic[_T_co]):
             self._draw_now(engine.position.epoch)
         self._iterations += 1
         return _EpochIterator(self, self._iterations, self._pin_device())
+
+    def _stream_engine(self, resume: Resume | None) -> Engine:
+        """The engine over an iterable's streams (one index per batch, identity order)."""
+        streams = Streams(self.dataset, max(1, self.num_workers), self.batch_size,
+                          self.drop_last)
+        streams.resume = resume
+        executor = dataclasses.replace(self._executor,
+                                       converter=StreamCollate(self._executor.converter))
+        return Engine(streams, batch_size=1, shuffle=False, seed=self._seed, last_batch="keep",
+                      executor=executor)
+
+    def _iter_streams(self) -> Iterator[Any]:
+        engine = self._engine
+        if self._resuming:
+            self._resuming = False  # the saved streams' positions came with the state
+        elif self._iterations:
+            engine.start_next_epoch()  # PyTorch: every iter() starts every stream afresh
+            self._streams_state = None
+        if self._worker_start is not None and engine.position.epoch == 0 and \
+                self._iterations == 0:
+            # PyTorch's base seed, drawn when the first iterator starts its workers.
+            self._worker_start.base_seed = int(torch.empty((), dtype=torch.int64).random_(
+                generator=self.generator).item())
+        self._iterations += 1
+        return _StreamIterator(self, self._iterations, self._pin_device())
 
     def _draw_now(self, epoch: int) -> None:
         """Draw the epoch's order at iter(), when PyTorch draws it, unless drawn ahead safely."""
@@ -274,7 +322,17 @@ class DataLoader(Generic[_T_co]):
         return device.type
 
     def __len__(self) -> int:
-        """Batches per epoch (examples, without auto-batching), as PyTorch counts them."""
+        """Batches per epoch (examples, without auto-batching), as PyTorch counts them.
+
+        For an ``IterableDataset``, ``len(dataset)`` divided by the batch size,
+        as PyTorch estimates it (and warns when more batches come).
+        """
+        if self._iterable:
+            length = self._IterableDataset_len_called = len(self.dataset)
+            if self.batch_size is not None:
+                length = length // self.batch_size if self.drop_last \
+                    else -(-length // self.batch_size)
+            return length
         return len(self._index_sampler)
 
     # -- checkpoints (torchdata's names) ---------------------------------------
@@ -283,8 +341,14 @@ class DataLoader(Generic[_T_co]):
         """Return the loader's position: the engine's checkpoint plus generator states.
 
         JSON-ready; it counts only batches already yielded. Door ``"torch"``;
-        its field ``torch`` holds the generator and sampler states.
+        its field ``torch`` holds the generator and sampler states. For an
+        ``IterableDataset`` the field ``streams`` holds each worker's stream
+        position instead: its dataset's (and iterator's) ``state_dict()`` when
+        they follow torchdata's ``Stateful`` protocol, else how many batches
+        it gave (replayed on resume, as ``StatefulDataLoader`` does).
         """
+        if self._iterable:
+            return states.wrap_state("torch", None, streams=self._streams_position())
         return states.wrap_state("torch", self._engine.state_dict(),
                                  torch=self._order.state_after(self._engine.position.epoch))
 
@@ -299,10 +363,52 @@ class DataLoader(Generic[_T_co]):
                 or was saved for another dataset length, batching or sampler;
                 the loader is then unchanged.
         """
+        if self._iterable:
+            self._load_streams(state)
+            return
         engine, fields = states.unwrap_state(state, "torch", {"torch": states.anything()})
         decoded = self._order.check_state(fields["torch"])
         self._engine.load_state_dict(engine)
         self._order.load(self._engine.position.epoch, fields["torch"], decoded)
+        self._resuming = True
+
+    def _streams_position(self) -> dict:
+        n = max(1, self.num_workers)
+        saved = self._streams_state
+        if saved is None:  # nothing yielded in this iteration: every stream at its start
+            saved = {"first": 0, "positions": [None] * n}
+        return {"workers": n, "dataset": type(self.dataset).__qualname__, **saved}
+
+    def _load_streams(self, state: dict) -> None:
+        _, fields = states.unwrap_state(state, "torch", {"streams": states.anything()},
+                                        with_engine=False)
+        saved = fields["streams"]
+        if not isinstance(saved, dict) or not {"workers", "first", "positions"} <= set(saved):
+            raise ValueError(f"state['door']['streams'] must be an IterableDataset loader's "
+                             f"streams (workers, first, positions), got {saved!r:.200}")
+        n = max(1, self.num_workers)
+        if saved["workers"] != n:
+            raise ValueError(
+                f"this state holds the positions of {saved['workers']} worker streams of "
+                f"{saved.get('dataset')}, and this loader has num_workers={self.num_workers} "
+                f"({n} streams). An IterableDataset splits itself by worker "
+                f"(get_worker_info()), so each worker's position belongs to that worker's "
+                f"share and cannot be handed to another count of workers; resume with "
+                f"num_workers={saved['workers'] if saved['workers'] > 1 else 0}, or use a "
+                f"map-style dataset (any num_workers resumes it exactly)")
+        first, listed = saved["first"], saved["positions"]
+        if not isinstance(listed, list) or len(listed) != n or not (
+                isinstance(first, int) and 0 <= first < n):
+            raise ValueError(f"state['door']['streams'] must hold one position per worker "
+                             f"stream ({n}) and the next stream in range(0, {n}), got "
+                             f"{len(listed) if isinstance(listed, list) else listed!r} positions "
+                             f"and first={first!r}")
+        positions = [p if p is not None else {"batches": 0, "ended": False, "dataset": None,
+                                                "iterator": None}
+                     for p in saved["positions"]]
+        self._engine.close()
+        self._engine = self._stream_engine(Resume(0, int(saved["first"]), positions))
+        self._streams_state = {"first": int(saved["first"]), "positions": saved["positions"]}
         self._resuming = True
 
     def close(self) -> None:
@@ -341,26 +447,92 @@ class _EpochIterator:
         loader = self._loader
         if loader._iterations != self._iteration:
             raise StopIteration
-        try:
-            batch = next(self._batches)
-        except BatchTimeoutError as error:
-            raise BatchTimeoutError(f"DataLoader timed out after {loader.timeout} seconds: "
-                                    f"{error}") from None
-        except WorkerDiedError as error:
-            raise _died(error) from error
-        except WorkerError as error:
-            original = error.__cause__
-            if not isinstance(original, Exception):
-                raise
-            # An error outside the dataset and collate code (worker_init_fn): as
-            # PyTorch, its own type; the WorkerError naming the worker is its cause.
-            error.__cause__ = None
-            raise original from error
+        batch = _translated(self._batches.__next__, loader.timeout)
         if isinstance(batch, Failed):
             batch.reraise()  # this batch is consumed: the next call goes on
         if loader._default_collate:
             batch = _collate.numpy_to_tensors(batch)
         return batch if self._pin is None else _pin(batch, self._pin)
+
+
+class _StreamIterator:
+    """One epoch of a :class:`DataLoader` over an ``IterableDataset``.
+
+    It takes the engine's answers in order (PyTorch's round robin over the
+    workers), skips those of streams that have ended, and stops once every
+    stream has; it keeps each stream's position as of the last batch yielded.
+    """
+
+    def __init__(self, loader: DataLoader, iteration: int, pin: str | None) -> None:
+        self._loader = loader
+        self._iteration = iteration
+        self._pin = pin
+        self._n = max(1, loader.num_workers)
+        saved = loader._streams_state
+        self._positions: list = list(saved["positions"]) if saved else [None] * self._n
+        self._ended = {s for s, p in enumerate(self._positions) if p and p["ended"]}
+        self._yielded = 0
+
+    def __iter__(self) -> _StreamIterator:
+        return self
+
+    def __len__(self) -> int:
+        return len(self._loader)
+
+    def __next__(self) -> Any:
+        loader = self._loader
+        while True:
+            if loader._iterations != self._iteration or len(self._ended) == self._n:
+                raise StopIteration
+            s, position, batch = _translated(loader._engine.next, loader.timeout)
+            self._positions[s] = position
+            loader._streams_state = {"first": (s + 1) % self._n,
+                                     "positions": list(self._positions)}
+            if batch is None:
+                self._ended.add(s)
+                continue
+            if isinstance(batch, Failed):
+                batch.reraise()
+            self._yielded += 1
+            self._warn_if_longer_than_len()
+            if loader._default_collate:
+                batch = _collate.numpy_to_tensors(batch)
+            return batch if self._pin is None else _pin(batch, self._pin)
+
+    def _warn_if_longer_than_len(self) -> None:
+        """PyTorch's warning when more batches come than ``len(loader)`` said."""
+        loader = self._loader
+        said = loader._IterableDataset_len_called
+        if said is None or self._yielded <= said:
+            return
+        words = (f"Length of IterableDataset {loader.dataset} was reported to be {said}"
+                 f"(when accessing len(dataloader)), but {self._yielded} samples have been "
+                 f"fetched. ")
+        if loader.num_workers > 0:
+            words += ("For multiprocessing data-loading, this could be caused by not properly "
+                      "configuring the IterableDataset replica at each worker. Please see "
+                      "https://pytorch.org/docs/stable/data.html#torch.utils.data."
+                      "IterableDataset for examples.")
+        warnings.warn(words, stacklevel=3)
+
+
+def _translated(take: Callable[[], Any], timeout: float) -> Any:
+    """``take()``, with the engine's worker errors in PyTorch's words and types."""
+    try:
+        return take()
+    except BatchTimeoutError as error:
+        raise BatchTimeoutError(f"DataLoader timed out after {timeout} seconds: "
+                                f"{error}") from None
+    except WorkerDiedError as error:
+        raise _died(error) from error
+    except WorkerError as error:
+        original = error.__cause__
+        if not isinstance(original, Exception):
+            raise
+        # An error outside the dataset and collate code (worker_init_fn): as
+        # PyTorch, its own type; the WorkerError naming the worker is its cause.
+        error.__cause__ = None
+        raise original from error
 
 
 def _died(error: WorkerDiedError) -> WorkerDiedError:

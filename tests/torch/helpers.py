@@ -97,3 +97,27 @@ def assert_same_batches(ours: list, theirs: list) -> None:
     assert len(ours) == len(theirs), f"{len(ours)} batches != {len(theirs)}"
     for k, (a, b) in enumerate(zip(ours, theirs)):
         assert_same(a, b, f"batch {k}")
+
+
+class StatefulCounter(torch.utils.data.IterableDataset):
+    """A torchdata-``Stateful`` stream: its state is where each worker's copy stands."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.start = 0
+        self.resume_at: int | None = None
+
+    def __iter__(self):
+        info = torch.utils.data.get_worker_info()
+        w, k = (0, 1) if info is None else (info.id, info.num_workers)
+        i, self.resume_at = self.resume_at or 0, None  # a loaded state, once
+        while w + k * i < self.n:
+            self.start = i + 1
+            yield w + k * i
+            i += 1
+
+    def state_dict(self) -> dict:
+        return {"start": self.start}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.resume_at = state["start"]

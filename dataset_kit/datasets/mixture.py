@@ -1,0 +1,407 @@
+"""Weighted mixtures of datasets with an exact, low-discrepancy schedule.
+
+``mix(datasets, weights, seed=...)`` is a random-access dataset whose ``k``-th
+example is a pure function of ``(seed, k)``:
+
+* **which source**: a periodic schedule built once by Tijdeman's rule (the
+  chairman assignment: earliest deadline first among the sources that may
+  go next). After any ``n`` examples, source ``i`` has given within one
+  example of ``n * w_i`` (within ``1 - 1/(2m - 2)`` for ``m`` sources). With
+  weights that are ratios of small integers (``0.1``, ``1/3``, ``[1, 2, 5]``)
+  the schedule's period ``D`` is their common denominator and the bound is
+  exact; other weights are rounded to multiples of ``1/65536`` first.
+* **which example of that source**: the ``n``-th draw of source ``i`` is
+  position ``n % len_i`` of that source's epoch ``n // len_i``, in a
+  permutation drawn from ``(seed, i, epoch)``. It does not depend on the
+  weights, which is what lets a re-weighted mixture continue every source
+  where it stopped (:meth:`Mixture.state_at` and ``mix(..., state=...)``).
+
+Stopping follows Hugging Face's ``interleave_datasets(probabilities=...,
+stopping_strategy=...)``: ``"first_exhausted"`` ends right after the draw
+that takes the last example of a source, ``"all_exhausted"`` once every source
+has been exhausted at least once (earlier ones start a new epoch), and
+``"never"`` re-epochs every source for ever.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from dataset_kit import _example_context
+from dataset_kit._checks import non_negative_int
+from dataset_kit.batch import ExampleBatch
+from dataset_kit.dataset import DatasetMixin, fetch_examples
+
+STOPS = ("first_exhausted", "all_exhausted", "never")
+#: The period of the schedule when weights are not ratios of small integers.
+ROUNDED_PERIOD = 1 << 16
+_STATE_KIND = "mixture"
+_SOURCE_STREAM = 2  # seeds [seed, stream, source, epoch]: apart from the engine's streams
+
+
+def exact_weights(weights: Any, count: int) -> list[int]:
+    """Return the weights as integer shares of a period (their sum), checking them.
+
+    Weights that are ratios of integers with a common denominator up to
+    :data:`ROUNDED_PERIOD` are kept exactly (``[0.1, 0.2, 0.7]`` gives
+    ``[1, 2, 7]``); others are rounded to shares of :data:`ROUNDED_PERIOD` by
+    largest remainders, every positive weight keeping at least one share.
+
+    Args:
+        weights: one non-negative, finite number per source, not all zero.
+        count: the number of sources.
+
+    Raises:
+        TypeError: if ``weights`` is not a sequence of numbers.
+        ValueError: if a weight is negative, NaN or infinite, if all are zero,
+            or if there is not one per source.
+    """
+    try:
+        values = [float(w) for w in weights]
+    except (TypeError, ValueError):
+        raise TypeError(f"weights must be a sequence of numbers, one per source, "
+                        f"got {weights!r}") from None
+    if len(values) != count:
+        raise ValueError(f"weights must have one number per source: got {len(values)} "
+                         f"weights {values!r} for {count} datasets")
+    for i, w in enumerate(values):
+        if not math.isfinite(w) or w < 0:
+            raise ValueError(f"weights[{i}] must be a finite number >= 0, got {w!r}")
+    total = sum(values)
+    if total <= 0:
+        raise ValueError(f"weights must not all be zero, got {values!r}")
+    small = [Fraction(w).limit_denominator(ROUNDED_PERIOD) for w in values]
+    if all(abs(float(f) - w) <= 1e-12 * max(1.0, w) for f, w in zip(small, values)):
+        share_sum = sum(small)
+        shares = [f / share_sum for f in small]
+        period = math.lcm(*(f.denominator for f in shares))
+        if period <= ROUNDED_PERIOD:
+            return [int(f * period) for f in shares]
+    exact = [w / total * ROUNDED_PERIOD for w in values]
+    shares_int = [max(1, math.floor(x)) if x > 0 else 0 for x in exact]
+    # Largest remainders (ties to the lower index) until the shares fill the period.
+    by_remainder = sorted(range(count), key=lambda i: (-(exact[i] - math.floor(exact[i])), i))
+    missing = ROUNDED_PERIOD - sum(shares_int)
+    for i in by_remainder:
+        if missing <= 0:
+            break
+        if exact[i] > 0:
+            shares_int[i] += 1
+            missing -= 1
+    while missing < 0:  # rare: many tiny weights raised to one share each
+        i = max(range(count), key=lambda j: shares_int[j])
+        shares_int[i] -= 1
+        missing += 1
+    return shares_int
+
+
+def tijdeman_schedule(shares: Sequence[int]) -> np.ndarray:
+    """Return one period of the schedule: the source of each step, as int32.
+
+    Tijdeman's rule with ``Delta = 1 - 1/(2m - 2)`` over the ``m`` sources with a
+    share: at step ``t`` (from 1) source ``i`` may go when ``t*w_i - c_i >=
+    1 - Delta`` (``c_i`` its count so far), and among those goes the one whose
+    next deadline ``(c_i + Delta) / w_i`` comes first (ties: lower index).
+    After every prefix each count is within ``Delta`` of ``t*w_i``; after a
+    whole period each count equals its share exactly, so the schedule repeats.
+
+    Args:
+        shares: non-negative integer shares, not all zero; their sum is the period.
+    """
+    period = sum(shares)
+    live = [i for i, q in enumerate(shares) if q > 0]
+    if len(live) == 1:
+        return np.full(period, live[0], dtype=np.int32)
+    k = 2 * len(live) - 2  # 1 - Delta = 1/k, Delta = (k - 1)/k
+    scale = math.lcm(*(shares[i] for i in live))  # integer deadlines: (k*j - 1) * scale / q
+    jobs = []  # (release step, deadline, source) of every draw of the period
+    for i in live:
+        q = shares[i]
+        for j in range(1, q + 1):
+            release = max(1, -(-(period * (k * (j - 1) + 1)) // (k * q)))
+            jobs.append((release, (k * j - 1) * (scale // q), i))
+    jobs.sort()
+    schedule = np.empty(period, dtype=np.int32)
+    ready: list[tuple[int, int]] = []
+    next_job = 0
+    for t in range(1, period + 1):
+        while next_job < len(jobs) and jobs[next_job][0] <= t:
+            heapq.heappush(ready, (jobs[next_job][1], jobs[next_job][2]))
+            next_job += 1
+        # Tijdeman's theorem: some source is always ready.
+        schedule[t - 1] = heapq.heappop(ready)[1]
+    return schedule
+
+
+class Mixture(DatasetMixin):
+    """A weighted mixture of datasets: what :func:`mix` returns.
+
+    Attributes:
+        datasets: the sources, in order.
+        shares: the integer shares of one period (the exact weights are
+            ``shares[i] / period``).
+        period: the schedule's period.
+        seed: the seed of the sources' permutations.
+        stop: ``"first_exhausted"``, ``"all_exhausted"`` or ``"never"``.
+        start: how many examples each source had given before this mixture's
+            example 0 (zeros, unless built from a state).
+    """
+
+    def __init__(self, datasets: Sequence[Any], weights: Any, *, seed: int,
+                 stop: str = "first_exhausted", shuffle: bool = True,
+                 state: dict | None = None) -> None:
+        if isinstance(datasets, (str, bytes)) or not isinstance(datasets, Sequence):
+            raise TypeError(f"datasets must be a sequence of datasets, got "
+                            f"{type(datasets).__name__}")
+        if not datasets:
+            raise ValueError("datasets must hold at least one dataset, got none")
+        lengths = []
+        for i, d in enumerate(datasets):
+            try:
+                n = len(d)
+            except TypeError:
+                raise TypeError(f"datasets[{i}] must be a sized, random-access dataset, got "
+                                f"{type(d).__name__}") from None
+            if n <= 0:
+                raise ValueError(f"datasets[{i}] is empty (length {n}): every source of a "
+                                 f"mixture needs at least one example")
+            lengths.append(n)
+        if stop not in STOPS:
+            raise ValueError(f"stop must be one of {STOPS}, got {stop!r}")
+        self.datasets = tuple(datasets)
+        self.lengths = tuple(lengths)
+        self.seed = non_negative_int("seed", seed)
+        self.stop = stop
+        self.shuffle = bool(shuffle)
+        self.shares = tuple(exact_weights(weights, len(datasets)))
+        self.period = sum(self.shares)
+        self.start = tuple(self._check_state(state)) if state is not None \
+            else (0,) * len(datasets)
+        self._schedule = tijdeman_schedule(self.shares)
+        # rank[p]: how many earlier steps of the period drew the same source.
+        self._rank = np.zeros(self.period, dtype=np.int64)
+        self._steps = []  # per source: the steps of the period that draw it
+        for i in range(len(datasets)):
+            steps = np.flatnonzero(self._schedule == i)
+            self._rank[steps] = np.arange(len(steps))
+            self._steps.append(steps)
+        self._length = self._stop_length()
+        self._orders: dict[tuple[int, int], np.ndarray] = {}
+        # The per-source numbers as arrays, indexed by a batch's sources at once.
+        self._shares_array = np.asarray(self.shares, dtype=np.int64)
+        self._start_array = np.asarray(self.start, dtype=np.int64)
+        self._lengths_array = np.asarray(self.lengths, dtype=np.int64)
+        # Sources that answer a batch at once (arrays, DatasetMixin) are asked
+        # per source; others one example at a time, in batch order.
+        self._batched_sources = all(isinstance(d, (np.ndarray, DatasetMixin))
+                                    for d in self.datasets)
+
+    @property
+    def weights(self) -> tuple[float, ...]:
+        """The exact weights the schedule follows (``shares / period``)."""
+        return tuple(q / self.period for q in self.shares)
+
+    def _check_state(self, state: Any) -> list[int]:
+        if not isinstance(state, dict) or state.get("kind") != _STATE_KIND:
+            raise ValueError(f"state must be a mixture state (from Mixture.state_at), got "
+                             f"{state!r:.200}")
+        lengths = list(state.get("lengths", ()))
+        if len(lengths) != len(self.lengths):
+            raise ValueError(f"state is of a mixture of {len(lengths)} sources, this one has "
+                             f"{len(self.lengths)}")
+        for i, (saved, now) in enumerate(zip(lengths, self.lengths)):
+            if saved != now:
+                raise ValueError(f"state's source {i} had {saved} examples, datasets[{i}] has "
+                                 f"{now}: a state continues the same sources")
+        for name, now in (("seed", self.seed), ("shuffle", self.shuffle)):
+            if state.get(name) != now:
+                raise ValueError(f"state's {name} is {state.get(name)!r}, this mixture's "
+                                 f"{now!r}: the sources' orders would differ")
+        consumed = state.get("consumed")
+        if not isinstance(consumed, list) or len(consumed) != len(self.lengths):
+            raise ValueError(f"state's consumed must be one count per source, got "
+                             f"{consumed!r}")
+        return [non_negative_int(f"state['consumed'][{i}]", c) for i, c in enumerate(consumed)]
+
+    def _draw_step(self, source: int, n: int) -> int:
+        """The mixture index of this mixture's ``n``-th draw (from 0) of ``source``."""
+        q = self.shares[source]
+        return (n // q) * self.period + int(self._steps[source][n % q])
+
+    def _stop_length(self) -> int:
+        """The mixture's length: up to the draw that ends the stop's epoch."""
+        ends = [self._draw_step(i, self.lengths[i] - self.start[i] % self.lengths[i] - 1) + 1
+                for i in range(len(self.lengths)) if self.shares[i] > 0]
+        if self.stop == "first_exhausted":
+            return min(ends)
+        # "all_exhausted", and "never"'s nominal length: every source seen once.
+        return max(ends)
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __getitem__(self, index: Any) -> Any:
+        if self.stop == "never" and not isinstance(index, slice):
+            # Beyond its nominal length a never-ending mixture goes on answering.
+            if isinstance(index, (list, np.ndarray)):
+                array = np.asarray(index)
+                if array.size and array.dtype.kind in "iu" and array.ndim == 1 \
+                        and array.min() >= 0:
+                    return self.get_batch(array.astype(np.int64))
+            elif not isinstance(index, (bool, np.bool_)) and isinstance(
+                    index, (int, np.integer)) and index >= 0:
+                return self.get_example(int(index))
+        return super().__getitem__(index)
+
+    def draws(self, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Return ``(source, draw)`` for mixture indices: which source, its how-many-th draw.
+
+        Args:
+            indices: non-negative mixture indices (int64).
+
+        Returns:
+            Two int64 arrays: the source of each index, and the total number
+            of that source's examples given before it (``start`` included).
+        """
+        indices = np.asarray(indices, dtype=np.int64)
+        turns, within = np.divmod(indices, self.period)
+        source = self._schedule[within]
+        draw = turns * self._shares_array[source] + self._rank[within] + \
+            self._start_array[source]
+        return source.astype(np.int64), draw
+
+    def _order(self, source: int, epoch: int) -> np.ndarray:
+        key = (source, epoch)
+        order = self._orders.get(key)
+        if order is None:
+            if len(self._orders) > 4 * len(self.lengths):
+                self._orders.clear()  # a few epochs per source are in use at once
+            rng = np.random.default_rng(
+                np.random.SeedSequence([self.seed, _SOURCE_STREAM, source, epoch]))
+            order = self._orders[key] = rng.permutation(self.lengths[source])
+        return order
+
+    def locate(self, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Return ``(source, example)``: where each mixture index reads from.
+
+        Args:
+            indices: non-negative mixture indices.
+        """
+        source, draw = self.draws(indices)
+        epoch, position = np.divmod(draw, self._lengths_array[source])
+        if not self.shuffle:
+            return source, position
+        example = np.empty_like(position)
+        keys = source * (int(epoch.max()) + 1) + epoch  # one group per (source, epoch)
+        for key in np.unique(keys).tolist():
+            where = keys == key
+            s, e = divmod(key, int(epoch.max()) + 1)
+            example[where] = self._order(s, e)[position[where]]
+        return source, example
+
+    def get_example(self, i: int) -> Any:
+        source, example = self.locate(np.array([i], dtype=np.int64))
+        return self.datasets[int(source[0])][int(example[0])]
+
+    def get_batch(self, indices: np.ndarray) -> Sequence[Any]:
+        source, example = self.locate(indices)
+        if not self._batched_sources:
+            # Sources read one example at a time: one pass in batch order, so
+            # the example cursor (example_rng) follows the batch's positions.
+            datasets = self.datasets
+            return _example_context.map_examples(
+                lambda pair: datasets[pair[0]][pair[1]], zip(source.tolist(), example.tolist()))
+        groups = [(s, np.flatnonzero(source == s)) for s in np.unique(source).tolist()]
+        parts = [fetch_examples(self.datasets[s], example[where]) for s, where in groups]
+        columns = [p.columns for p in parts if isinstance(p, ExampleBatch)]
+        arrays = [c for c in columns if isinstance(c, np.ndarray)]
+        if parts and len(arrays) == len(parts) and all(
+                a.dtype == arrays[0].dtype and a.shape[1:] == arrays[0].shape[1:]
+                for a in arrays):
+            # Array sources: one column in, one column out (no per-example objects).
+            out = np.empty((len(indices), *arrays[0].shape[1:]), dtype=arrays[0].dtype)
+            for (_, where), array in zip(groups, arrays):
+                out[where] = array
+            return ExampleBatch(out)
+        batch: list[Any] = [None] * len(indices)
+        for (_, where), part in zip(groups, parts):
+            for slot, value in zip(where.tolist(), part):
+                batch[slot] = value
+        return batch
+
+    def state_at(self, k: int) -> dict:
+        """Return the state after this mixture's first ``k`` examples (JSON-ready).
+
+        A few integers: the sources' lengths (to check), the seed, and how many
+        examples each source has given. ``mix(..., state=state)`` with any
+        weights continues every source from there.
+
+        Args:
+            k: how many examples of this mixture were read, in order.
+
+        Raises:
+            ValueError: if ``k`` is negative, or beyond the end of a mixture
+                that stops.
+        """
+        k = non_negative_int("k", k)
+        if self.stop != "never" and k > self._length:
+            raise ValueError(f"k must be at most the mixture's length {self._length}, got {k}")
+        consumed = []
+        for i, q in enumerate(self.shares):
+            full, part = divmod(k, self.period)
+            within = int(np.searchsorted(self._steps[i], part)) if q else 0
+            consumed.append(self.start[i] + full * q + within)
+        return {"kind": _STATE_KIND, "lengths": list(self.lengths), "seed": self.seed,
+                "shuffle": self.shuffle, "consumed": consumed}
+
+
+def mix(datasets: Sequence[Any], weights: Any, *, seed: int,
+        stop: str = "first_exhausted", shuffle: bool = True,
+        state: dict | None = None) -> Mixture:
+    """Mix datasets with exact weights: example ``k`` is a pure function of ``(seed, k)``.
+
+    After any ``n`` examples, source ``i`` has given within one example of
+    ``n * weights[i] / sum(weights)`` (see the module's notes for weights that
+    are not ratios of small integers). Each source is read in its own
+    permutation per epoch, drawn from ``(seed, source, epoch)`` and independent
+    of the weights.
+
+    Args:
+        datasets: the sources: sized, random-access datasets, none empty.
+        weights: one non-negative number per source, not all zero; they need
+            not sum to 1. A zero weight leaves its source out (it never stops
+            the mixture).
+        seed: the seed of the sources' permutations.
+        stop: ``"first_exhausted"`` (end right after the draw that exhausts a
+            source), ``"all_exhausted"`` (end once every source has been
+            exhausted at least once) or ``"never"`` (every index ``k >= 0``
+            answers; ``len()`` is then the ``"all_exhausted"`` length).
+        shuffle: read each source in a fresh permutation per epoch; False
+            reads it in order.
+        state: a state from :meth:`Mixture.state_at` of a mixture of the same
+            sources and seed: each source continues where it stopped (with
+            these weights, which may differ), and the stop counts to the end
+            of the epoch each source is in.
+
+    Returns:
+        The mixture, a dataset.
+
+    Raises:
+        TypeError: if ``datasets`` or ``weights`` are not sequences.
+        ValueError: for a bad weight, an empty source, an unknown ``stop``, or
+            a state of other sources (naming what differs).
+    """
+    return Mixture(datasets, weights, seed=seed, stop=stop, shuffle=shuffle, state=state)
+
+
+def source_counts(mixture: Mixture, n: int) -> list[int]:
+    """How many of a mixture's first ``n`` examples came from each source."""
+    state = mixture.state_at(n)
+    return [c - s for c, s in zip(state["consumed"], mixture.start)]
+

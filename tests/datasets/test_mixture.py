@@ -1,0 +1,229 @@
+"""dataset_kit.datasets.mix: exact weights over every prefix, pure indexing, re-weighting."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dataset_kit.datasets import Mixture, mix
+from dataset_kit.datasets.mixture import exact_weights, source_counts, tijdeman_schedule
+from dataset_kit.iterators import SerialIterator
+
+
+def sources(*lengths: int) -> list[list[tuple[int, int]]]:
+    """Sources whose examples say where they come from: ``(source, index)``."""
+    return [[(s, i) for i in range(n)] for s, n in enumerate(lengths)]
+
+
+def simulate(lengths: list[int], picks: list[int], stop: str) -> int:
+    """Hugging Face's stopping loop (interleave_datasets with probabilities) over given draws."""
+    current = [0] * len(lengths)
+    exhausted = [False] * len(lengths)
+    done = any if stop == "first_exhausted" else all
+    for k, s in enumerate(picks):
+        if done(exhausted):
+            return k
+        current[s] += 1
+        if current[s] >= lengths[s]:
+            exhausted[s], current[s] = True, 0
+    return len(picks) if done(exhausted) else -1
+
+
+weights_strategy = st.lists(st.integers(0, 20), min_size=1, max_size=6).filter(any)
+
+
+@settings(max_examples=60, deadline=None)
+@given(weights_strategy)
+def test_every_prefix_is_within_one_of_the_weights(weights):
+    shares = exact_weights(weights, len(weights))
+    schedule = tijdeman_schedule(shares)
+    total = sum(weights)
+    counts = np.zeros(len(weights))
+    for t, s in enumerate(np.tile(schedule, 3), start=1):
+        counts[s] += 1
+        assert np.abs(counts - t * np.array(weights) / total).max() < 1
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.floats(0.001, 1.0), min_size=2, max_size=16))
+def test_float_weights_stay_within_one_of_their_rounded_weights(weights):
+    shares = exact_weights(weights, len(weights))
+    schedule = tijdeman_schedule(shares)
+    period = len(schedule)
+    counts = np.stack([np.cumsum(schedule == i) for i in range(len(weights))], axis=1)
+    steps = np.arange(1, period + 1)[:, None]
+    assert np.abs(counts - steps * np.array(shares) / period).max() < 1
+    assert np.abs(np.array(shares) / period - np.array(weights) / sum(weights)).max() < 1e-4
+
+
+def test_grains_example_weights_are_exact_where_grain_is_off_by_more_than_one():
+    m = mix(sources(100, 100, 100), [0.1, 0.2, 0.7], seed=0)
+    assert m.period == 10 and m.shares == (1, 2, 7)
+    for n in range(1, 50):
+        counts = source_counts(m, n)
+        assert max(abs(c - n * w) for c, w in zip(counts, (0.1, 0.2, 0.7))) < 1
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(1, 12), min_size=1, max_size=4), st.data())
+def test_the_length_is_hugging_faces_stop_over_the_same_draws(lengths, data):
+    weights = data.draw(st.lists(st.integers(1, 5), min_size=len(lengths),
+                                 max_size=len(lengths)))
+    for stop in ("first_exhausted", "all_exhausted"):
+        m = mix(sources(*lengths), weights, seed=1, stop=stop)
+        picks = m.draws(np.arange(4 * sum(lengths) * sum(weights)))[0].tolist()
+        assert len(m) == simulate(lengths, picks, stop)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.integers(1, 9), min_size=1, max_size=4), st.integers(0, 2**32))
+def test_each_source_is_read_once_per_epoch_in_a_permutation(lengths, seed):
+    m = mix(sources(*lengths), [1] * len(lengths), seed=seed, stop="never")
+    seen: dict[int, list[int]] = {s: [] for s in range(len(lengths))}
+    for s, i in m[np.arange(3 * sum(lengths))]:
+        seen[s].append(i)
+    for s, got in seen.items():
+        n = lengths[s]
+        for e in range(len(got) // n):
+            assert sorted(got[e * n:(e + 1) * n]) == list(range(n))
+
+
+def test_an_example_is_a_pure_function_of_seed_and_index():
+    a = mix(sources(7, 30, 11), [3, 1, 2], seed=5, stop="all_exhausted")
+    b = mix(sources(7, 30, 11), [3, 1, 2], seed=5, stop="all_exhausted")
+    idx = np.random.default_rng(0).permutation(len(a))
+    assert [b[int(i)] for i in idx] == a[idx]
+    assert a[:] != mix(sources(7, 30, 11), [3, 1, 2], seed=6, stop="all_exhausted")[:]
+
+
+def test_a_sources_order_does_not_depend_on_the_weights():
+    def order_of(weights: list[int]) -> list[tuple[int, int]]:
+        m = mix(sources(13, 13), weights, seed=3, stop="never")
+        return [e for e in m[np.arange(200)] if e[0] == 0][:13]
+    assert order_of([1, 1]) == order_of([1, 4]) == order_of([5, 1])
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 150), st.lists(st.integers(1, 6), min_size=3, max_size=3))
+def test_reweighting_at_a_checkpoint_continues_every_source_where_it_stopped(k, new):
+    data = sources(20, 35, 50)
+    old = mix(data, [1, 2, 3], seed=9, stop="never")
+    before = old[np.arange(k)] if k else []
+    state = old.state_at(k)
+    again = mix(data, new, seed=9, stop="never", state=state)
+    after = again[np.arange(200)]
+    # Source by source, the draws continue the one stream each source has.
+    whole = mix(data, [1, 0, 0], seed=9, stop="never"), \
+        mix(data, [0, 1, 0], seed=9, stop="never"), mix(data, [0, 0, 1], seed=9, stop="never")
+    for s in range(3):
+        stream = [e for e in before if e[0] == s] + [e for e in after if e[0] == s]
+        assert stream == whole[s][np.arange(len(stream))]
+
+
+def test_reweighting_with_the_same_weights_keeps_the_stop_epoch():
+    data = sources(10, 20)
+    m = mix(data, [1, 1], seed=0, stop="first_exhausted")
+    k = 7
+    rest = mix(data, [1, 1], seed=0, stop="first_exhausted", state=m.state_at(k))
+    firsts = {e[0] for e in m[:k]}
+    assert firsts and len(rest) > 0
+    # Source 0 ends its epoch in the continued mixture exactly when it would have.
+    assert sum(e[0] == 0 for e in m[:]) == 10
+    assert sum(e[0] == 0 for e in m[:k]) + sum(e[0] == 0 for e in rest[:]) == 10
+
+
+def test_a_never_ending_mixture_answers_every_index():
+    m = mix(sources(3, 4), [1, 1], seed=0, stop="never")
+    assert len(m) == mix(sources(3, 4), [1, 1], seed=0, stop="all_exhausted").__len__()
+    assert m[10**9][0] in (0, 1)
+    assert len(m[np.array([10**6, 10**7])]) == 2
+    with pytest.raises(IndexError):
+        m[-10**9]
+
+
+def test_a_zero_weight_leaves_its_source_out():
+    m = mix(sources(5, 5, 5), [1, 0, 1], seed=0, stop="all_exhausted")
+    assert {e[0] for e in m[:]} == {0, 2}
+
+
+def test_the_state_is_a_few_integers_and_json_ready():
+    import json
+    m = mix(sources(*([10] * 16)), [1] * 16, seed=0, stop="never")
+    state = m.state_at(10**9)
+    assert sum(state["consumed"]) == 10**9
+    assert len(json.dumps(state)) < 400
+
+
+def test_an_iterator_over_a_mixture_resumes_exactly_for_any_worker_count():
+    from dataset_kit.iterators import MultithreadIterator
+    m = mix(sources(30, 50, 20), [2, 3, 1], seed=4, stop="all_exhausted")
+    it = SerialIterator(m, 8, shuffle=False)
+    for _ in range(5):
+        next(it)
+    state = it.state_dict()
+    expected = [next(it) for _ in range(6)]
+    other = MultithreadIterator(m, 8, shuffle=False, n_threads=3)
+    other.load_state_dict(state)
+    try:
+        assert [next(other) for _ in range(6)] == expected
+    finally:
+        other.finalize()
+
+
+@pytest.mark.parametrize("weights, words", [
+    ([1, -1], "weights[1] must be a finite number >= 0, got -1.0"),
+    ([1, math.nan], "weights[1] must be a finite number >= 0, got nan"),
+    ([1, math.inf], "weights[1]"),
+    ([0, 0], "weights must not all be zero, got [0.0, 0.0]"),
+    ([1], "one number per source: got 1 weights [1.0] for 2 datasets"),
+])
+def test_bad_weights_are_refused_naming_the_argument_and_value(weights, words):
+    with pytest.raises(ValueError) as raised:
+        mix(sources(3, 3), weights, seed=0)
+    assert words in str(raised.value)
+
+
+def test_bad_sources_and_stops_are_refused():
+    with pytest.raises(ValueError, match=r"datasets\[1\] is empty \(length 0\)"):
+        mix([[1], []], [1, 1], seed=0)
+    with pytest.raises(ValueError, match="datasets must hold at least one"):
+        mix([], [], seed=0)
+    with pytest.raises(ValueError, match="stop must be one of"):
+        mix(sources(2), [1], seed=0, stop="oversample")
+    with pytest.raises(TypeError, match="weights must be a sequence of numbers"):
+        mix(sources(2), "a", seed=0)
+    with pytest.raises(TypeError, match=r"datasets\[0\] must be a sized"):
+        mix([iter([1])], [1], seed=0)
+    with pytest.raises(ValueError, match="seed must be a non-negative integer, got -1"):
+        mix(sources(2), [1], seed=-1)
+
+
+@pytest.mark.parametrize("change, words", [
+    (lambda d: d[:2], "state is of a mixture of 3 sources, this one has 2"),
+    (lambda d: [d[0], d[1][:5], d[2]], "state's source 1 had 6 examples, datasets[1] has 5"),
+])
+def test_a_state_of_other_sources_is_refused_naming_what_differs(change, words):
+    data = sources(4, 6, 8)
+    state = mix(data, [1, 1, 1], seed=0).state_at(3)
+    with pytest.raises(ValueError) as raised:
+        mix(change(data), [1] * len(change(data)), seed=0, state=state)
+    assert words in str(raised.value)
+
+
+def test_a_state_with_another_seed_or_kind_is_refused():
+    data = sources(4, 6)
+    state = mix(data, [1, 1], seed=0).state_at(3)
+    with pytest.raises(ValueError, match="state's seed is 0, this mixture's 1"):
+        mix(data, [1, 1], seed=1, state=state)
+    with pytest.raises(ValueError, match="must be a mixture state"):
+        mix(data, [1, 1], seed=0, state={"kind": "engine"})
+    with pytest.raises(ValueError, match="k must be at most the mixture's length"):
+        mix(data, [1, 1], seed=0).state_at(1000)
+
+
+def test_mixture_is_the_class_mix_returns():
+    assert isinstance(mix(sources(2), [1], seed=0), Mixture)
