@@ -37,6 +37,8 @@ FOREIGN = {
     ("torch/_fetch.py", "_torch_worker._worker_info"),
     ("torch/_worker.py", "_torch_worker._worker_info"),
     ("torch/_worker.py", "_torch_worker._generate_state"),
+    # An iterable stream's worker sets it too, for the stream it is reading.
+    ("torch/_stream.py", "_torch_worker._worker_info"),
 }
 
 
