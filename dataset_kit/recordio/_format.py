@@ -64,9 +64,13 @@ def parse(read: Callable[[int, int], memoryview], offset: int, size: int, where:
         payload: False only checks the framing (returns None for the record):
             what a scan for offsets needs.
         end: where the next record is known to start (from an index), or
-            None. A record that ends elsewhere must be followed by the start of
-            a record, so a damaged length or part flag is an error instead of a
-            silently shortened record.
+            None. With an index, a record that ends before ``end`` must be
+            followed by the start of a record, so a damaged length or part flag
+            is an error instead of a silently shortened record. Without one
+            nothing past the record is read: a reader in order returns every
+            record up to the damage and fails at the damaged offset on its next
+            read, as MXNet does, instead of refusing the last good record
+            because of the bytes after it.
 
     Returns:
         The record (a view for a one-part record, bytes for a joined one) and
@@ -74,8 +78,8 @@ def parse(read: Callable[[int, int], memoryview], offset: int, size: int, where:
 
     Raises:
         RecordIOError: for a bad magic, an undefined or out-of-order part flag,
-            a length past the end, or a record not followed by a record,
-            naming ``where`` and the offset.
+            a length past the end, or (given ``end``) a record not followed by
+            a record, naming ``where`` and the offset.
     """
     joined: bytearray | None = None
     position = offset
@@ -112,7 +116,8 @@ def parse(read: Callable[[int, int], memoryview], offset: int, size: int, where:
             # Checked for parts only: they are rare and copied here anyway.
             _check_no_aligned_magic(data, start, where)
         if cflag == 0:
-            _check_next(read, offset, position, size, end, where)
+            if end is not None:
+                _check_next(read, offset, position, size, end, where)
             return data, position
         if joined is None:
             joined = bytearray(data)
@@ -120,7 +125,8 @@ def parse(read: Callable[[int, int], memoryview], offset: int, size: int, where:
             joined += MAGIC_BYTES
             joined += data
         if cflag == 3:
-            _check_next(read, offset, position, size, end, where)
+            if end is not None:
+                _check_next(read, offset, position, size, end, where)
             return bytes(joined), position
 
 
@@ -137,9 +143,9 @@ def _check_no_aligned_magic(data: bytes | memoryview, start: int, where: str) ->
 
 
 def _check_next(read: Callable[[int, int], memoryview], offset: int, after: int, size: int,
-                end: int | None, where: str) -> None:
-    """Check that the record at ``offset`` ends where a record (or the file) begins."""
-    if end is not None and after > end:
+                end: int, where: str) -> None:
+    """Check that the record at ``offset`` ends at ``end`` or where a record begins."""
+    if after > end:
         raise RecordIOError(f"{where}: the record at offset {offset} runs to {after}, into the "
                             f"next indexed record (at {end})")
     if after == end or after >= size:

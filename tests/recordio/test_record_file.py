@@ -8,7 +8,7 @@ import struct
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dataset_kit.recordio import (
@@ -344,3 +344,45 @@ def test_a_forked_child_that_drops_a_copy_of_an_open_writer_publishes_nothing(tm
             p.kill()
         p.wait()
     assert list(RecordReader(tmp_path / "r.rec")) == [b"first", b"second"]
+
+
+# --- damage met in order, offsets and positions that are no record -----------------------
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(records=st.lists(st.binary(max_size=30), min_size=1, max_size=6), data=st.data())
+def test_reading_in_order_gives_every_record_before_the_damage_then_names_its_offset(
+        tmp_path_factory, records, data):
+    path = tmp_path_factory.mktemp("damaged") / "r.rec"
+    offsets = []
+    with RecordWriter(path) as writer:
+        for record in records:
+            offsets.append(writer.tell())
+            writer.write(record)
+    damaged = data.draw(st.integers(0, len(records) - 1))
+    content = bytearray(path.read_bytes())
+    content[offsets[damaged]] ^= 0xFF  # the damaged record's magic
+    path.write_bytes(bytes(content))
+    reader, got = RecordReader(path), []
+    with pytest.raises(RecordIOError, match=re.escape(f"{path}: no record at offset "
+                                                      f"{offsets[damaged]}")):
+        while (record := reader.read()) is not None:
+            got.append(record)
+    assert got == records[:damaged]  # as MXNet 1.9.1: the record before the damage too
+
+
+@pytest.mark.parametrize("tail, message", [
+    (b"\x01\x02\x03", "truncated record header at offset 24"),
+    (b"garbage!", "no record at offset 24"),
+])
+def test_bytes_after_the_last_record_do_not_hide_it(tmp_path, tail, message):
+    path = tmp_path / "r.rec"
+    with RecordWriter(path) as writer:
+        writer.write(b"A")
+        writer.write(b"B")
+    path.write_bytes(path.read_bytes() + tail)
+    reader = RecordReader(path)
+    assert reader.read() == b"A" and reader.read() == b"B"
+    with pytest.raises(RecordIOError, match=re.escape(f"{path}: {message}")):
+        reader.read()
+
