@@ -84,17 +84,7 @@ def parse(read: Callable[[int, int], memoryview], offset: int, size: int, where:
     joined: bytearray | None = None
     position = offset
     while True:
-        if position + 8 > size:
-            raise RecordIOError(f"{where}: truncated record header at offset {position} "
-                                f"(the file has {size} bytes)")
-        magic, lrec = _HEAD.unpack(read(position, 8))
-        if magic != MAGIC:
-            raise RecordIOError(f"{where}: no record at offset {position} (magic "
-                                f"{magic:#010x}, expected {MAGIC:#010x})")
-        cflag, length = lrec >> 29, lrec & MAX_LENGTH
-        if cflag > 3:
-            raise RecordIOError(f"{where}: undefined part flag {cflag} at offset {position} "
-                                f"(0 whole record, 1 first, 2 middle, 3 last part)")
+        cflag, length = _header(read, position, size, where)
         if (cflag in (0, 1)) != (joined is None):
             raise RecordIOError(f"{where}: part flag {cflag} at offset {position} is out of "
                                 f"order (" + ("a record is still open" if joined is not None
@@ -130,6 +120,53 @@ def parse(read: Callable[[int, int], memoryview], offset: int, size: int, where:
             return bytes(joined), position
 
 
+def check_start(read: Callable[[int, int], memoryview], offset: int, size: int,
+                where: str) -> None:
+    """Refuse an ``offset`` where no record starts (the file's end is allowed).
+
+    Raises:
+        RecordIOError: if ``offset`` is outside the file, not 4-byte aligned, or
+            holds no record header, or only a later part of one, naming
+            ``where`` and the offset.
+    """
+    if offset == size:
+        return
+    if not 0 <= offset < size:
+        raise RecordIOError(f"{where}: offset {offset} is outside the file (0 to {size})")
+    if offset % 4:
+        raise RecordIOError(f"{where}: offset {offset} is not 4-byte aligned, so no record "
+                            f"starts there")
+    cflag, _ = _header(read, offset, size, where)
+    if cflag > 1:
+        raise RecordIOError(f"{where}: offset {offset} holds a later part of a record (part "
+                            f"flag {cflag}), not the start of one")
+
+
+def _header(read: Callable[[int, int], memoryview], position: int, size: int,
+            where: str) -> tuple[int, int]:
+    """The part flag and length of the record header at ``position``, checked.
+
+    Raises:
+        RecordIOError: if the header is cut by the file's end, has no magic or
+            has an undefined part flag, naming ``where`` and the offset.
+    """
+    if position + 8 > size:
+        raise RecordIOError(f"{where}: truncated record header at offset {position} "
+                            f"(the file has {size} bytes)")
+    magic, lrec = _HEAD.unpack(read(position, 8))
+    if magic != MAGIC:
+        raise RecordIOError(f"{where}: no record at offset {position} (magic {magic:#010x}, "
+                            f"expected {MAGIC:#010x})")
+    if lrec >> 29 > 3:
+        raise _undefined_flag(where, lrec >> 29, position)
+    return lrec >> 29, lrec & MAX_LENGTH
+
+
+def _undefined_flag(where: str, cflag: int, position: int) -> RecordIOError:
+    return RecordIOError(f"{where}: undefined part flag {cflag} at offset {position} "
+                         f"(0 whole record, 1 first, 2 middle, 3 last part)")
+
+
 def _check_no_aligned_magic(data: bytes | memoryview, start: int, where: str) -> None:
     """Refuse a part whose data holds the record magic at a 4-byte-aligned offset."""
     data = bytes(data)
@@ -155,7 +192,6 @@ def _check_next(read: Callable[[int, int], memoryview], offset: int, after: int,
         if magic == MAGIC and lrec >> 29 in (0, 1):
             return
         if magic == MAGIC and lrec >> 29 > 3:
-            raise RecordIOError(f"{where}: undefined part flag {lrec >> 29} at offset {after} "
-                                f"(0 whole record, 1 first, 2 middle, 3 last part)")
+            raise _undefined_flag(where, lrec >> 29, after)
     raise RecordIOError(f"{where}: the record at offset {offset} ends at {after}, where no "
                         f"record starts (a damaged length or part flag)")

@@ -13,6 +13,7 @@ never a SIGBUS.
 from __future__ import annotations
 
 import atexit
+import operator
 import os
 import shutil
 import sys
@@ -24,7 +25,7 @@ from typing import Any, TypeVar
 
 from dataset_kit import _files
 from dataset_kit.recordio import _publish
-from dataset_kit.recordio._format import RecordIOError, frame, parse
+from dataset_kit.recordio._format import RecordIOError, check_start, frame, parse
 from dataset_kit.recordio._index import check_pair, read_index, span
 from dataset_kit.recordio._source import DIRECT, WINDOW, RecordSource, as_bytes, open_record_file
 
@@ -192,7 +193,7 @@ class RecordReader:
             _publish.remove_debris([self.path])
             self._source = RecordSource(self.path, open_record_file(self.path))
         self._offset = 0
-        self._last = 0
+        self._last = 0  # the size of the record read last
         self._copy = bool(copy)
 
     def read(self) -> bytes | memoryview | None:
@@ -215,8 +216,23 @@ class RecordReader:
         return self._offset
 
     def seek(self, offset: int) -> None:
-        """Continue reading at ``offset`` (a value :meth:`tell` returned)."""
-        self._offset = int(offset)
+        """Continue reading at ``offset`` (a value :meth:`tell` returned).
+
+        Raises:
+            TypeError: if ``offset`` is not an integer.
+            RecordIOError: if no record starts at ``offset`` (outside the file,
+                not 4-byte aligned, no record header there), naming the file
+                and the offset; the position is then unchanged.
+        """
+        try:
+            position = operator.index(offset)
+        except TypeError:
+            raise TypeError(f"offset must be an integer, got {offset!r}") from None
+        source = self._source
+        check_start(partial(source.read, ahead=8 if self._last >= DIRECT else WINDOW), position,
+                    source.size, self.path)
+        self._offset = position
+
 
     def reset(self) -> None:
         """Go back to the first record."""

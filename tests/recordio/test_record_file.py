@@ -386,3 +386,50 @@ def test_bytes_after_the_last_record_do_not_hide_it(tmp_path, tail, message):
     with pytest.raises(RecordIOError, match=re.escape(f"{path}: {message}")):
         reader.read()
 
+
+def test_an_index_offset_beyond_int64_names_the_file_and_line(tmp_path):
+    with IndexedRecordWriter(tmp_path / "r.idx", tmp_path / "r.rec") as writer:
+        writer.write_idx(0, b"12345678")
+    for offset in (str(1 << 63), "9" * 5000):
+        (tmp_path / "big.idx").write_text(f"0\t0\n1\t{offset}\n")
+        with pytest.raises(RecordIOError, match=re.escape(
+                f"{tmp_path / 'big.idx'}, line 2: offset {offset[:40]} of key 1 is beyond")):
+            IndexedRecordReader(tmp_path / "big.idx", tmp_path / "r.rec")
+    (tmp_path / "zeros.idx").write_text("0\t" + "0" * 40 + "\n")  # leading zeros are no harm
+    assert IndexedRecordReader(tmp_path / "zeros.idx", tmp_path / "r.rec").read_idx(0) \
+        == b"12345678"
+
+
+@pytest.mark.parametrize("offset, message", [
+    (-8, "offset -8 is outside the file (0 to 32)"),
+    (36, "offset 36 is outside the file (0 to 32)"),
+    (2, "offset 2 is not 4-byte aligned"),
+    (8, "no record at offset 8"),
+    (28, "truncated record header at offset 28"),
+])
+def test_seek_refuses_a_position_where_no_record_starts(tmp_path, offset, message):
+    path = tmp_path / "r.rec"
+    with RecordWriter(path) as writer:
+        writer.write(b"first record")  # 8 + 12 bytes
+        writer.write(b"")  # 8 bytes, ending at 28
+    path.write_bytes(path.read_bytes() + b"\0" * 4)  # 32 bytes
+    reader = RecordReader(path)
+    reader.read()
+    with pytest.raises(RecordIOError, match=re.escape(f"{path}: {message}")):
+        reader.seek(offset)
+    assert reader.tell() == 20 and reader.read() == b""  # the position is unchanged
+    with pytest.raises(TypeError, match="offset must be an integer, got '20'"):
+        reader.seek("20")
+    reader.seek(32)  # the end of the file: nothing more to read
+    assert reader.read() is None
+
+
+def test_seek_refuses_a_later_part_of_a_record(tmp_path):
+    path = tmp_path / "r.rec"
+    with RecordWriter(path) as writer:
+        writer.write(b"abcd" + MAGIC_BYTES + b"efgh")  # two parts: 8+4, then 8+4 at 12
+    reader = RecordReader(path)
+    with pytest.raises(RecordIOError, match=re.escape(
+            f"{path}: offset 12 holds a later part of a record (part flag 3)")):
+        reader.seek(12)
+
