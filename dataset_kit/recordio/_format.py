@@ -167,6 +167,29 @@ def _undefined_flag(where: str, cflag: int, position: int) -> RecordIOError:
                          f"(0 whole record, 1 first, 2 middle, 3 last part)")
 
 
+def read_whole(pread: Callable[[int, int], bytes], offset: int, span: int) -> bytes | None:
+    """The payload of the one-part record at ``offset`` that fills ``span`` bytes, or None.
+
+    The fast path of a read by index, where the next record's offset (and so
+    ``span``) is known: the header is read alone and the payload straight into
+    the bytes returned, two system calls and one copy. A record that is not
+    one part, or does not end exactly at ``offset + span``, gives None: the
+    caller then parses it with :func:`parse`, which names what is wrong.
+
+    Args:
+        pread: ``pread(offset, n)`` returns exactly ``n`` bytes of the file at
+            ``offset`` (or raises).
+        offset: where the record starts.
+        span: bytes from ``offset`` to the next indexed record (or the end of
+            the file), which the caller checked lie inside the file.
+    """
+    magic, lrec = _HEAD.unpack(pread(offset, 8))
+    length = lrec & MAX_LENGTH
+    if magic != MAGIC or lrec >> 29 or 8 + length + (-length % 4) != span:
+        return None
+    return pread(offset + 8, length)
+
+
 def _check_no_aligned_magic(data: bytes | memoryview, start: int, where: str) -> None:
     """Refuse a part whose data holds the record magic at a 4-byte-aligned offset."""
     data = bytes(data)

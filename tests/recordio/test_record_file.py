@@ -433,3 +433,28 @@ def test_seek_refuses_a_later_part_of_a_record(tmp_path):
             f"{path}: offset 12 holds a later part of a record (part flag 3)")):
         reader.seek(12)
 
+
+# Small records come in one read each, large ones as a header, then the payload; either
+# way the file is larger than what a reader reads ahead (64 KiB).
+@pytest.mark.parametrize("size, count", [(4096, 40), (100 << 10, 8)])
+@pytest.mark.parametrize("kind", ["indexed", "sequential"])
+def test_a_file_truncated_under_an_open_reader_is_an_error_naming_file_and_offset(
+        tmp_path, size, count, kind):
+    rec = tmp_path / "r.rec"
+    with IndexedRecordWriter(tmp_path / "r.idx", rec) as writer:
+        for key in range(count):
+            writer.write_idx(key, bytes([key]) * size)
+    reader = IndexedRecordReader(tmp_path / "r.idx", rec) if kind == "indexed" \
+        else RecordReader(rec)
+    first = reader.read_idx(0) if kind == "indexed" else reader.read()
+    assert first == bytes(size)
+    with open(rec, "r+b") as f:  # what cp and rsync --inplace do to a live file
+        f.truncate(len(rec.read_bytes()) // 2)
+    with pytest.raises(RecordIOError, match=re.escape(f"{rec} shrank under the reader") +
+                       ".* bytes at offset [0-9]+"):
+        if kind == "indexed":
+            for key in range(count):
+                assert reader.read_idx(key) == bytes([key]) * size
+        else:
+            while reader.read() is not None:
+                pass
