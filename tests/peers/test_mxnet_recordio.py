@@ -47,6 +47,15 @@ def test_headers_equal_mxnets(label):
     assert np.array_equal(np.asarray(theirs[0].label), np.asarray(ours[0].label))
 
 
+@pytest.mark.parametrize("quality", [1, 50, 95, 100])
+def test_a_one_channel_jpeg_is_mxnets_bytes(quality):
+    pytest.importorskip("cv2", reason="MXNet's pack_img encodes with OpenCV")
+    gray = np.random.default_rng(quality).integers(0, 255, (23, 31, 1), dtype=np.uint8)
+    header = (0, 2.0, 7, 0)
+    assert recordio.pack_img(header, gray, quality=quality) == mx.recordio.pack_img(
+        mx.recordio.IRHeader(*header), gray, quality=quality)
+
+
 def test_im2rec_lists_equal_mxnets_and_mxnet_reads_our_records(tmp_path, monkeypatch):
     import argparse
     import sys

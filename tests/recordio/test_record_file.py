@@ -458,3 +458,16 @@ def test_a_file_truncated_under_an_open_reader_is_an_error_naming_file_and_offse
         else:
             while reader.read() is not None:
                 pass
+
+
+@pytest.mark.parametrize("img_fmt", [".jpg", ".png"])
+def test_a_one_channel_image_packs_as_a_gray_image(img_fmt):
+    gray = np.random.default_rng(3).integers(0, 255, (12, 17), dtype=np.uint8)
+    packed = pack_img((0, 1.0, 5, 0), gray[:, :, None], img_fmt=img_fmt)
+    assert packed == pack_img((0, 1.0, 5, 0), gray, img_fmt=img_fmt)
+    header, back = unpack_img(packed)
+    assert header.id == 5 and back.shape == (12, 17)
+    if img_fmt == ".png":
+        assert np.array_equal(back, gray)
+    with pytest.raises(ValueError, match=r"img must be HxW, .* got shape \(12, 17, 2\)"):
+        pack_img((0, 1.0, 5, 0), np.zeros((12, 17, 2), np.uint8), img_fmt=img_fmt)
