@@ -56,6 +56,32 @@ def test_a_one_channel_jpeg_is_mxnets_bytes(quality):
         mx.recordio.IRHeader(*header), gray, quality=quality)
 
 
+def test_our_record_classes_write_mxnets_bytes_and_read_as_mxnets_do(tmp_path):
+    payloads = [b"a", recordio.pack((0, 1.0, 3, 0), b"xyz"), b"", MAGIC * 3 + b"tail"]
+    makers = {"ours": recordio.MXIndexedRecordIO, "theirs": mx.recordio.MXIndexedRecordIO}
+    tells = {}
+    for name, make in makers.items():
+        writer = make(str(tmp_path / f"{name}.idx"), str(tmp_path / f"{name}.rec"), "w")
+        tells[name] = []
+        for k, p in enumerate(payloads):
+            tells[name].append(writer.tell())
+            writer.write_idx(k, p)
+        writer.close()
+    assert tells["ours"] == tells["theirs"]
+    for suffix in ("rec", "idx"):
+        assert (tmp_path / f"ours.{suffix}").read_bytes() == \
+            (tmp_path / f"theirs.{suffix}").read_bytes()
+    readers = [make(str(tmp_path / "theirs.idx"), str(tmp_path / "theirs.rec"), "r")
+               for make in makers.values()]
+    for reader in readers:
+        reader.seek(1)
+    steps = [[r.read(), r.read(), r.read_idx(0), r.read(), r.keys, r.idx] for r in readers]
+    assert steps[0] == steps[1]
+    for reader in readers:
+        reader.reset()
+    assert [[r.read() for _ in range(5)] for r in readers] == [payloads + [None]] * 2
+
+
 def test_im2rec_lists_equal_mxnets_and_mxnet_reads_our_records(tmp_path, monkeypatch):
     import argparse
     import sys
