@@ -102,7 +102,8 @@ def test_im2rec_lists_equal_mxnets_and_mxnet_reads_our_records(tmp_path, monkeyp
     monkeypatch.setitem(sys.modules, "cv2", sys.modules.get("cv2") or types.ModuleType("cv2"))
     from mxnet.tools import im2rec as theirs
 
-    for shuffle, train, test, chunks in ((True, 1.0, 0.0, 1), (True, 0.6, 0.2, 2)):
+    for shuffle, train, test, chunks in ((True, 1.0, 0.0, 1), (True, 0.6, 0.2, 2),
+                                         (True, 1.0, 0.2, 1), (False, 0.8, 0.5, 2)):
         args = argparse.Namespace(prefix=str(tmp_path / "m"), root=root, recursive=True,
                                   exts=[".jpg"], shuffle=shuffle, chunks=chunks,
                                   train_ratio=train, test_ratio=test)
