@@ -207,12 +207,6 @@ class MXIndexedRecordIO(MXRecordIO):
         self.keys, self.idx = list(reader.keys), reader.idx
         return reader
 
-    def reset(self) -> None:
-        """Go back to the first record; a writer discards what it wrote and starts over."""
-        super().reset()
-        if self.writable:
-            self.keys, self.idx = [], {}
-
     def seek(self, idx: Any) -> None:
         """Make :meth:`read` go on at the record stored under key ``idx``.
 
