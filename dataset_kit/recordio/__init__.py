@@ -2,6 +2,7 @@
 
 from dataset_kit.recordio._format import RecordIOError
 from dataset_kit.recordio.header import IRHeader, pack, pack_img, unpack, unpack_img
+from dataset_kit.recordio.mxrecordio import MXIndexedRecordIO, MXRecordIO
 from dataset_kit.recordio.record_file import (
     IndexedRecordReader,
     IndexedRecordWriter,
@@ -9,5 +10,6 @@ from dataset_kit.recordio.record_file import (
     RecordWriter,
 )
 
-__all__ = ["IRHeader", "IndexedRecordReader", "IndexedRecordWriter", "RecordIOError",
-           "RecordReader", "RecordWriter", "pack", "pack_img", "unpack", "unpack_img"]
+__all__ = ["IRHeader", "IndexedRecordReader", "IndexedRecordWriter", "MXIndexedRecordIO",
+           "MXRecordIO", "RecordIOError", "RecordReader", "RecordWriter", "pack", "pack_img",
+           "unpack", "unpack_img"]

@@ -64,9 +64,13 @@ def parse(read: Callable[[int, int], memoryview], offset: int, size: int, where:
         payload: False only checks the framing (returns None for the record):
             what a scan for offsets needs.
         end: where the next record is known to start (from an index), or
-            None. A record that ends elsewhere must be followed by the start of
-            a record, so a damaged length or part flag is an error instead of a
-            silently shortened record.
+            None. With an index, a record that ends before ``end`` must be
+            followed by the start of a record, so a damaged length or part flag
+            is an error instead of a silently shortened record. Without one
+            nothing past the record is read: a reader in order returns every
+            record up to the damage and fails at the damaged offset on its next
+            read, as MXNet does, instead of refusing the last good record
+            because of the bytes after it.
 
     Returns:
         The record (a view for a one-part record, bytes for a joined one) and
@@ -74,23 +78,13 @@ def parse(read: Callable[[int, int], memoryview], offset: int, size: int, where:
 
     Raises:
         RecordIOError: for a bad magic, an undefined or out-of-order part flag,
-            a length past the end, or a record not followed by a record,
-            naming ``where`` and the offset.
+            a length past the end, or (given ``end``) a record not followed by
+            a record, naming ``where`` and the offset.
     """
     joined: bytearray | None = None
     position = offset
     while True:
-        if position + 8 > size:
-            raise RecordIOError(f"{where}: truncated record header at offset {position} "
-                                f"(the file has {size} bytes)")
-        magic, lrec = _HEAD.unpack(read(position, 8))
-        if magic != MAGIC:
-            raise RecordIOError(f"{where}: no record at offset {position} (magic "
-                                f"{magic:#010x}, expected {MAGIC:#010x})")
-        cflag, length = lrec >> 29, lrec & MAX_LENGTH
-        if cflag > 3:
-            raise RecordIOError(f"{where}: undefined part flag {cflag} at offset {position} "
-                                f"(0 whole record, 1 first, 2 middle, 3 last part)")
+        cflag, length = _header(read, position, size, where)
         if (cflag in (0, 1)) != (joined is None):
             raise RecordIOError(f"{where}: part flag {cflag} at offset {position} is out of "
                                 f"order (" + ("a record is still open" if joined is not None
@@ -112,7 +106,8 @@ def parse(read: Callable[[int, int], memoryview], offset: int, size: int, where:
             # Checked for parts only: they are rare and copied here anyway.
             _check_no_aligned_magic(data, start, where)
         if cflag == 0:
-            _check_next(read, offset, position, size, end, where)
+            if end is not None:
+                _check_next(read, offset, position, size, end, where)
             return data, position
         if joined is None:
             joined = bytearray(data)
@@ -120,8 +115,79 @@ def parse(read: Callable[[int, int], memoryview], offset: int, size: int, where:
             joined += MAGIC_BYTES
             joined += data
         if cflag == 3:
-            _check_next(read, offset, position, size, end, where)
+            if end is not None:
+                _check_next(read, offset, position, size, end, where)
             return bytes(joined), position
+
+
+def check_start(read: Callable[[int, int], memoryview], offset: int, size: int,
+                where: str) -> None:
+    """Refuse an ``offset`` where no record starts (the file's end is allowed).
+
+    Raises:
+        RecordIOError: if ``offset`` is outside the file, not 4-byte aligned, or
+            holds no record header, or only a later part of one, naming
+            ``where`` and the offset.
+    """
+    if offset == size:
+        return
+    if not 0 <= offset < size:
+        raise RecordIOError(f"{where}: offset {offset} is outside the file (0 to {size})")
+    if offset % 4:
+        raise RecordIOError(f"{where}: offset {offset} is not 4-byte aligned, so no record "
+                            f"starts there")
+    cflag, _ = _header(read, offset, size, where)
+    if cflag > 1:
+        raise RecordIOError(f"{where}: offset {offset} holds a later part of a record (part "
+                            f"flag {cflag}), not the start of one")
+
+
+def _header(read: Callable[[int, int], memoryview], position: int, size: int,
+            where: str) -> tuple[int, int]:
+    """The part flag and length of the record header at ``position``, checked.
+
+    Raises:
+        RecordIOError: if the header is cut by the file's end, has no magic or
+            has an undefined part flag, naming ``where`` and the offset.
+    """
+    if position + 8 > size:
+        raise RecordIOError(f"{where}: truncated record header at offset {position} "
+                            f"(the file has {size} bytes)")
+    magic, lrec = _HEAD.unpack(read(position, 8))
+    if magic != MAGIC:
+        raise RecordIOError(f"{where}: no record at offset {position} (magic {magic:#010x}, "
+                            f"expected {MAGIC:#010x})")
+    if lrec >> 29 > 3:
+        raise _undefined_flag(where, lrec >> 29, position)
+    return lrec >> 29, lrec & MAX_LENGTH
+
+
+def _undefined_flag(where: str, cflag: int, position: int) -> RecordIOError:
+    return RecordIOError(f"{where}: undefined part flag {cflag} at offset {position} "
+                         f"(0 whole record, 1 first, 2 middle, 3 last part)")
+
+
+def read_whole(pread: Callable[[int, int], bytes], offset: int, span: int) -> bytes | None:
+    """The payload of the one-part record at ``offset`` that fills ``span`` bytes, or None.
+
+    The fast path of a read by index, where the next record's offset (and so
+    ``span``) is known: the header is read alone and the payload straight into
+    the bytes returned, two system calls and one copy. A record that is not
+    one part, or does not end exactly at ``offset + span``, gives None: the
+    caller then parses it with :func:`parse`, which names what is wrong.
+
+    Args:
+        pread: ``pread(offset, n)`` returns exactly ``n`` bytes of the file at
+            ``offset`` (or raises).
+        offset: where the record starts.
+        span: bytes from ``offset`` to the next indexed record (or the end of
+            the file), which the caller checked lie inside the file.
+    """
+    magic, lrec = _HEAD.unpack(pread(offset, 8))
+    length = lrec & MAX_LENGTH
+    if magic != MAGIC or lrec >> 29 or 8 + length + (-length % 4) != span:
+        return None
+    return pread(offset + 8, length)
 
 
 def _check_no_aligned_magic(data: bytes | memoryview, start: int, where: str) -> None:
@@ -137,9 +203,9 @@ def _check_no_aligned_magic(data: bytes | memoryview, start: int, where: str) ->
 
 
 def _check_next(read: Callable[[int, int], memoryview], offset: int, after: int, size: int,
-                end: int | None, where: str) -> None:
-    """Check that the record at ``offset`` ends where a record (or the file) begins."""
-    if end is not None and after > end:
+                end: int, where: str) -> None:
+    """Check that the record at ``offset`` ends at ``end`` or where a record begins."""
+    if after > end:
         raise RecordIOError(f"{where}: the record at offset {offset} runs to {after}, into the "
                             f"next indexed record (at {end})")
     if after == end or after >= size:
@@ -149,7 +215,6 @@ def _check_next(read: Callable[[int, int], memoryview], offset: int, after: int,
         if magic == MAGIC and lrec >> 29 in (0, 1):
             return
         if magic == MAGIC and lrec >> 29 > 3:
-            raise RecordIOError(f"{where}: undefined part flag {lrec >> 29} at offset {after} "
-                                f"(0 whole record, 1 first, 2 middle, 3 last part)")
+            raise _undefined_flag(where, lrec >> 29, after)
     raise RecordIOError(f"{where}: the record at offset {offset} ends at {after}, where no "
                         f"record starts (a damaged length or part flag)")

@@ -19,6 +19,9 @@ from dataset_kit.recordio._format import MAGIC_BYTES, RecordIOError, parse
 
 # How many offsets (spread evenly, first and last included) are checked for a record at open.
 SAMPLED = 64
+# The largest file offset there is (off_t is int64).
+MAX_OFFSET = (1 << 63) - 1
+_MAX_OFFSET_TEXT = str(MAX_OFFSET)
 
 
 def read_index(data: bytes, idx_path: str, key_type: Callable[[str], Any]
@@ -26,8 +29,9 @@ def read_index(data: bytes, idx_path: str, key_type: Callable[[str], Any]
     """Parse an index file's bytes into its keys (in file order) and ``{key: offset}``.
 
     Raises:
-        RecordIOError: for a malformed line, a key ``key_type`` refuses or a
-            duplicate key, naming the file and line (and the key).
+        RecordIOError: for a malformed line, a key ``key_type`` refuses, a
+            duplicate key or an offset beyond int64, naming the file and line
+            (and the key).
     """
     keys: list = []
     idx: dict = {}
@@ -54,7 +58,12 @@ def read_index(data: bytes, idx_path: str, key_type: Callable[[str], Any]
             first = keys.index(key) + 1
             raise RecordIOError(f"{idx_path}, line {number}: duplicate key {key!r} (first on "
                                 f"line {first})")
-        idx[key] = int(fields[1])
+        # Digits counted first: int() of thousands of them is slow, then refused.
+        digits = fields[1].lstrip("0") or "0"
+        if len(digits) > len(_MAX_OFFSET_TEXT) or int(digits) > MAX_OFFSET:
+            raise RecordIOError(f"{idx_path}, line {number}: offset {digits[:40]} of key "
+                                f"{key!r} is beyond any file (at most {MAX_OFFSET})")
+        idx[key] = int(digits)
         keys.append(key)
     return keys, idx
 

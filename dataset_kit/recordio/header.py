@@ -75,23 +75,31 @@ def unpack(s: bytes | memoryview, where: str = "record") -> tuple[IRHeader, byte
 
 
 def pack_img(header: Any, img: np.ndarray, quality: int = 95, img_fmt: str = ".jpg") -> bytes:
-    """Encode an HWC (or HW) uint8 RGB image and pack it with ``header``.
+    """Encode a uint8 image (HxWx3 RGB, HxWx4 RGBA for PNG, HxW or HxWx1 gray) and pack it.
+
+    A gray image is encoded as one channel, as MXNet's OpenCV does: a JPEG
+    is then byte for byte MXNet 1.9.1's.
 
     Args:
         header: the record header.
-        img: the image, RGB.
+        img: the image.
         quality: JPEG quality (1-100), or PNG compression level (0-9).
         img_fmt: ``'.jpg'`` or ``'.png'``.
 
     Raises:
-        ValueError: for another format.
+        ValueError: for another format, or an image of another shape.
     """
     image_module = pillow()
     fmt = img_fmt.lower()
     if fmt not in (".jpg", ".jpeg", ".png"):
         raise ValueError(f"img_fmt must be '.jpg' or '.png', got {img_fmt!r}")
+    pixels = np.asarray(img, dtype=np.uint8)
+    if pixels.ndim == 3 and pixels.shape[2] == 1:
+        pixels = pixels[:, :, 0]  # one channel: Pillow's gray mode takes it as HxW
+    if not (pixels.ndim == 2 or (pixels.ndim == 3 and pixels.shape[2] in (3, 4))):
+        raise ValueError(f"img must be HxW, HxWx1, HxWx3 or HxWx4, got shape {np.shape(img)}")
     out = io.BytesIO()
-    image = image_module.fromarray(np.asarray(img, dtype=np.uint8))
+    image = image_module.fromarray(pixels)
     if fmt == ".png":
         image.save(out, format="PNG", compress_level=min(max(int(quality), 0), 9))
     else:

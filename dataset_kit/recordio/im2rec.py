@@ -60,12 +60,20 @@ def make_lists(prefix: str, root: str, recursive: bool = False,
                test_ratio: float = 0.0, shuffle: bool = True, chunks: int = 1) -> list[str]:
     """Write the ``.lst`` files of MXNet's ``im2rec.py --list``; return their paths.
 
+    Each chunk is split as MXNet's tool splits it: with ``train_ratio`` 1 (the
+    default) the whole chunk goes to ``PREFIX.lst`` and ``test_ratio`` is not
+    used; otherwise its first ``int(size * test_ratio)`` items go to
+    ``_test.lst`` (when ``test_ratio`` is not 0), the next
+    ``int(size * train_ratio)`` to ``_train.lst``, and the rest to ``_val.lst``
+    when the two ratios add up to less than 1 (when they add up to more, the
+    train list gets what is left after the test list).
+
     Raises:
-        ValueError: if the ratios are outside [0, 1] or add up to more than 1.
+        ValueError: if a ratio is outside [0, 1] or ``chunks`` is below 1.
     """
-    if not (0 <= train_ratio <= 1 and 0 <= test_ratio <= 1 and train_ratio + test_ratio <= 1):
-        raise ValueError(f"train_ratio and test_ratio must lie in [0, 1] and add up to at most "
-                         f"1, got {train_ratio} and {test_ratio}")
+    for name, ratio in (("train_ratio", train_ratio), ("test_ratio", test_ratio)):
+        if not 0 <= ratio <= 1:
+            raise ValueError(f"{name} must lie in [0, 1], got {ratio}")
     if chunks < 1:
         raise ValueError(f"chunks must be at least 1, got {chunks}")
     items = list_images(root, recursive, exts)

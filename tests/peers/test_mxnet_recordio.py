@@ -47,6 +47,41 @@ def test_headers_equal_mxnets(label):
     assert np.array_equal(np.asarray(theirs[0].label), np.asarray(ours[0].label))
 
 
+@pytest.mark.parametrize("quality", [1, 50, 95, 100])
+def test_a_one_channel_jpeg_is_mxnets_bytes(quality):
+    pytest.importorskip("cv2", reason="MXNet's pack_img encodes with OpenCV")
+    gray = np.random.default_rng(quality).integers(0, 255, (23, 31, 1), dtype=np.uint8)
+    header = (0, 2.0, 7, 0)
+    assert recordio.pack_img(header, gray, quality=quality) == mx.recordio.pack_img(
+        mx.recordio.IRHeader(*header), gray, quality=quality)
+
+
+def test_our_record_classes_write_mxnets_bytes_and_read_as_mxnets_do(tmp_path):
+    payloads = [b"a", recordio.pack((0, 1.0, 3, 0), b"xyz"), b"", MAGIC * 3 + b"tail"]
+    makers = {"ours": recordio.MXIndexedRecordIO, "theirs": mx.recordio.MXIndexedRecordIO}
+    tells = {}
+    for name, make in makers.items():
+        writer = make(str(tmp_path / f"{name}.idx"), str(tmp_path / f"{name}.rec"), "w")
+        tells[name] = []
+        for k, p in enumerate(payloads):
+            tells[name].append(writer.tell())
+            writer.write_idx(k, p)
+        writer.close()
+    assert tells["ours"] == tells["theirs"]
+    for suffix in ("rec", "idx"):
+        assert (tmp_path / f"ours.{suffix}").read_bytes() == \
+            (tmp_path / f"theirs.{suffix}").read_bytes()
+    readers = [make(str(tmp_path / "theirs.idx"), str(tmp_path / "theirs.rec"), "r")
+               for make in makers.values()]
+    for reader in readers:
+        reader.seek(1)
+    steps = [[r.read(), r.read(), r.read_idx(0), r.read(), r.keys, r.idx] for r in readers]
+    assert steps[0] == steps[1]
+    for reader in readers:
+        reader.reset()
+    assert [[r.read() for _ in range(5)] for r in readers] == [payloads + [None]] * 2
+
+
 def test_im2rec_lists_equal_mxnets_and_mxnet_reads_our_records(tmp_path, monkeypatch):
     import argparse
     import sys
@@ -67,7 +102,8 @@ def test_im2rec_lists_equal_mxnets_and_mxnet_reads_our_records(tmp_path, monkeyp
     monkeypatch.setitem(sys.modules, "cv2", sys.modules.get("cv2") or types.ModuleType("cv2"))
     from mxnet.tools import im2rec as theirs
 
-    for shuffle, train, test, chunks in ((True, 1.0, 0.0, 1), (True, 0.6, 0.2, 2)):
+    for shuffle, train, test, chunks in ((True, 1.0, 0.0, 1), (True, 0.6, 0.2, 2),
+                                         (True, 1.0, 0.2, 1), (False, 0.8, 0.5, 2)):
         args = argparse.Namespace(prefix=str(tmp_path / "m"), root=root, recursive=True,
                                   exts=[".jpg"], shuffle=shuffle, chunks=chunks,
                                   train_ratio=train, test_ratio=test)

@@ -39,8 +39,24 @@ def test_lists_follow_mxnets_rules(tree):
     assert [p.rsplit("/", 1)[1] for p in split] == [
         "p_0_test.lst", "p_0_val.lst", "p_0_train.lst", "p_1_test.lst", "p_1_val.lst",
         "p_1_train.lst"]
-    with pytest.raises(ValueError, match="add up to at most 1"):
-        im2rec.make_lists(str(tree / "x"), root, train_ratio=0.8, test_ratio=0.5)
+    with pytest.raises(ValueError, match="test_ratio must lie in \\[0, 1\\], got 1.5"):
+        im2rec.make_lists(str(tree / "x"), root, test_ratio=1.5)
+
+
+def test_a_test_ratio_with_the_default_train_ratio_lists_everything_as_mxnet_does(tree):
+    # MXNet's im2rec.py --list --test-ratio=0.2: the train ratio stays 1, so one .lst
+    # holds every image (the tutorial's later cells read it).
+    root = str(tree / "imgs")
+    assert main(["im2rec", "--list", "--recursive", "--test-ratio=0.2", str(tree / "t"),
+                 root]) == 0
+    assert sorted(p.name for p in tree.glob("t*.lst")) == ["t.lst"]
+    assert (tree / "t.lst").read_text() == open(im2rec.make_lists(
+        str(tree / "all"), root, recursive=True)[0]).read()
+    # Ratios adding up to more than 1: the test list first, the train list gets the rest.
+    lists = im2rec.make_lists(str(tree / "x"), root, recursive=True, train_ratio=0.8,
+                              test_ratio=0.5)
+    assert [p.rsplit("/", 1)[1] for p in lists] == ["x_test.lst", "x_train.lst"]
+    assert [len(open(p).readlines()) for p in lists] == [4, 4]
 
 
 def test_packing_reads_back_with_the_right_labels_and_skips_unreadable_images(tree, capsys):

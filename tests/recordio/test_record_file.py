@@ -8,7 +8,7 @@ import struct
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dataset_kit.recordio import (
@@ -344,3 +344,130 @@ def test_a_forked_child_that_drops_a_copy_of_an_open_writer_publishes_nothing(tm
             p.kill()
         p.wait()
     assert list(RecordReader(tmp_path / "r.rec")) == [b"first", b"second"]
+
+
+# --- damage met in order, offsets and positions that are no record -----------------------
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(records=st.lists(st.binary(max_size=30), min_size=1, max_size=6), data=st.data())
+def test_reading_in_order_gives_every_record_before_the_damage_then_names_its_offset(
+        tmp_path_factory, records, data):
+    path = tmp_path_factory.mktemp("damaged") / "r.rec"
+    offsets = []
+    with RecordWriter(path) as writer:
+        for record in records:
+            offsets.append(writer.tell())
+            writer.write(record)
+    damaged = data.draw(st.integers(0, len(records) - 1))
+    content = bytearray(path.read_bytes())
+    content[offsets[damaged]] ^= 0xFF  # the damaged record's magic
+    path.write_bytes(bytes(content))
+    reader, got = RecordReader(path), []
+    with pytest.raises(RecordIOError, match=re.escape(f"{path}: no record at offset "
+                                                      f"{offsets[damaged]}")):
+        while (record := reader.read()) is not None:
+            got.append(record)
+    assert got == records[:damaged]  # as MXNet 1.9.1: the record before the damage too
+
+
+@pytest.mark.parametrize("tail, message", [
+    (b"\x01\x02\x03", "truncated record header at offset 24"),
+    (b"garbage!", "no record at offset 24"),
+])
+def test_bytes_after_the_last_record_do_not_hide_it(tmp_path, tail, message):
+    path = tmp_path / "r.rec"
+    with RecordWriter(path) as writer:
+        writer.write(b"A")
+        writer.write(b"B")
+    path.write_bytes(path.read_bytes() + tail)
+    reader = RecordReader(path)
+    assert reader.read() == b"A" and reader.read() == b"B"
+    with pytest.raises(RecordIOError, match=re.escape(f"{path}: {message}")):
+        reader.read()
+
+
+def test_an_index_offset_beyond_int64_names_the_file_and_line(tmp_path):
+    with IndexedRecordWriter(tmp_path / "r.idx", tmp_path / "r.rec") as writer:
+        writer.write_idx(0, b"12345678")
+    for offset in (str(1 << 63), "9" * 5000):
+        (tmp_path / "big.idx").write_text(f"0\t0\n1\t{offset}\n")
+        with pytest.raises(RecordIOError, match=re.escape(
+                f"{tmp_path / 'big.idx'}, line 2: offset {offset[:40]} of key 1 is beyond")):
+            IndexedRecordReader(tmp_path / "big.idx", tmp_path / "r.rec")
+    (tmp_path / "zeros.idx").write_text("0\t" + "0" * 40 + "\n")  # leading zeros are no harm
+    assert IndexedRecordReader(tmp_path / "zeros.idx", tmp_path / "r.rec").read_idx(0) \
+        == b"12345678"
+
+
+@pytest.mark.parametrize("offset, message", [
+    (-8, "offset -8 is outside the file (0 to 32)"),
+    (36, "offset 36 is outside the file (0 to 32)"),
+    (2, "offset 2 is not 4-byte aligned"),
+    (8, "no record at offset 8"),
+    (28, "truncated record header at offset 28"),
+])
+def test_seek_refuses_a_position_where_no_record_starts(tmp_path, offset, message):
+    path = tmp_path / "r.rec"
+    with RecordWriter(path) as writer:
+        writer.write(b"first record")  # 8 + 12 bytes
+        writer.write(b"")  # 8 bytes, ending at 28
+    path.write_bytes(path.read_bytes() + b"\0" * 4)  # 32 bytes
+    reader = RecordReader(path)
+    reader.read()
+    with pytest.raises(RecordIOError, match=re.escape(f"{path}: {message}")):
+        reader.seek(offset)
+    assert reader.tell() == 20 and reader.read() == b""  # the position is unchanged
+    with pytest.raises(TypeError, match="offset must be an integer, got '20'"):
+        reader.seek("20")
+    reader.seek(32)  # the end of the file: nothing more to read
+    assert reader.read() is None
+
+
+def test_seek_refuses_a_later_part_of_a_record(tmp_path):
+    path = tmp_path / "r.rec"
+    with RecordWriter(path) as writer:
+        writer.write(b"abcd" + MAGIC_BYTES + b"efgh")  # two parts: 8+4, then 8+4 at 12
+    reader = RecordReader(path)
+    with pytest.raises(RecordIOError, match=re.escape(
+            f"{path}: offset 12 holds a later part of a record (part flag 3)")):
+        reader.seek(12)
+
+
+# Small records come in one read each, large ones as a header, then the payload; either
+# way the file is larger than what a reader reads ahead (64 KiB).
+@pytest.mark.parametrize("size, count", [(4096, 40), (100 << 10, 8)])
+@pytest.mark.parametrize("kind", ["indexed", "sequential"])
+def test_a_file_truncated_under_an_open_reader_is_an_error_naming_file_and_offset(
+        tmp_path, size, count, kind):
+    rec = tmp_path / "r.rec"
+    with IndexedRecordWriter(tmp_path / "r.idx", rec) as writer:
+        for key in range(count):
+            writer.write_idx(key, bytes([key]) * size)
+    reader = IndexedRecordReader(tmp_path / "r.idx", rec) if kind == "indexed" \
+        else RecordReader(rec)
+    first = reader.read_idx(0) if kind == "indexed" else reader.read()
+    assert first == bytes(size)
+    with open(rec, "r+b") as f:  # what cp and rsync --inplace do to a live file
+        f.truncate(len(rec.read_bytes()) // 2)
+    with pytest.raises(RecordIOError, match=re.escape(f"{rec} shrank under the reader") +
+                       ".* bytes at offset [0-9]+"):
+        if kind == "indexed":
+            for key in range(count):
+                assert reader.read_idx(key) == bytes([key]) * size
+        else:
+            while reader.read() is not None:
+                pass
+
+
+@pytest.mark.parametrize("img_fmt", [".jpg", ".png"])
+def test_a_one_channel_image_packs_as_a_gray_image(img_fmt):
+    gray = np.random.default_rng(3).integers(0, 255, (12, 17), dtype=np.uint8)
+    packed = pack_img((0, 1.0, 5, 0), gray[:, :, None], img_fmt=img_fmt)
+    assert packed == pack_img((0, 1.0, 5, 0), gray, img_fmt=img_fmt)
+    header, back = unpack_img(packed)
+    assert header.id == 5 and back.shape == (12, 17)
+    if img_fmt == ".png":
+        assert np.array_equal(back, gray)
+    with pytest.raises(ValueError, match=r"img must be HxW, .* got shape \(12, 17, 2\)"):
+        pack_img((0, 1.0, 5, 0), np.zeros((12, 17, 2), np.uint8), img_fmt=img_fmt)
