@@ -149,6 +149,10 @@ class ShardedIterator(ChainerIterator):
             available).
         timeout: seconds a worker may stay silent while its batch is awaited
             before a :class:`~dataset_kit.iterators.BatchTimeoutError` (None: wait).
+        executor: None (this rank's processes or threads) or ``"ray"``: the
+            ``n_processes`` workers are actors of a Ray cluster (:doc:`/cluster`),
+            with the same batches; each rank starts its own actors.
+        ray_address: the Ray cluster's address for ``executor="ray"``.
 
     Raises:
         TypeError: if an integer argument is not an integer, ``converter``
@@ -166,7 +170,8 @@ class ShardedIterator(ChainerIterator):
                  n_processes: int | None = None, n_threads: int | None = None,
                  converter: Callable[[Any], Any] | None = None,
                  start_method: str | None = None,
-                 timeout: float | None = DEFAULT_BATCH_TIMEOUT) -> None:
+                 timeout: float | None = DEFAULT_BATCH_TIMEOUT, executor: str | None = None,
+                 ray_address: str | None = None) -> None:
         batch_size = positive_int("batch_size", batch_size)
         if last_batch not in SHARD_POLICIES:
             raise ValueError(f"last_batch must be one of {list(SHARD_POLICIES)}, "
@@ -210,15 +215,16 @@ class ShardedIterator(ChainerIterator):
                 f"{self.comm.size} ranks with last_batch={last_batch!r}")
         sampler = _RankShareSampler(seed, self.shuffle, self.comm.rank, self.comm.size,
                                     batch_size, last_batch, order_sampler)
-        executor = ExecutorSpec(
+        spec = ExecutorSpec(
             "process" if n_processes is not None else "serial" if n_threads is None
             else "thread",
             workers=positive_int("n_processes", n_processes) if n_processes is not None
             else positive_int("n_threads", n_threads) if n_threads is not None else 0,
-            start_method=start_method, timeout=timeout, converter=converter)
+            start_method=start_method, timeout=timeout, converter=converter,
+        ).placed(executor, ray_address)
         super().__init__(Engine(dataset, batch_size=batch_size, repeat=repeat,
                                 order_sampler=sampler, seed=seed, last_batch=last_batch,
-                                executor=executor))
+                                executor=spec))
 
     def __next__(self) -> Any:
         batch = self._engine.next()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import multiprocessing
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dataset_kit._checks import positive_int
@@ -142,6 +142,34 @@ class ExecutorSpec:
         if self.resources is not None and not isinstance(self.resources, dict):
             raise TypeError(f"resources must be a dict or None, got {self.resources!r}")
 
+    def placed(self, executor: str | None, ray_address: str | None = None) -> ExecutorSpec:
+        """Return this spec, or the same workers as Ray actors when ``executor`` is ``"ray"``.
+
+        The doors' one translation of their ``executor=`` / ``ray_address=``
+        arguments: a door builds its local spec as always and asks for it placed.
+
+        Args:
+            executor: None or ``"local"`` (this spec), or ``"ray"`` (its workers,
+                converter, worker_init, timeout and depth on Ray actors).
+            ray_address: the Ray cluster's address (None: ``RAY_ADDRESS``, else a
+                local Ray); only with ``executor="ray"``.
+
+        Raises:
+            ValueError: for another ``executor``, a ``ray_address`` without
+                ``executor="ray"``, or ``"ray"`` for a spec without workers.
+        """
+        if executor is None or executor == "local":
+            if ray_address is not None:
+                raise ValueError(f"ray_address is for executor='ray', got executor={executor!r} "
+                                 f"and ray_address={ray_address!r}")
+            return self
+        if executor != "ray":
+            raise ValueError(f"executor must be None, 'local' or 'ray', got {executor!r}")
+        if self.kind == "serial":
+            raise ValueError("executor='ray' builds batches on Ray actors: give the door "
+                             "workers (its worker count is the number of actors), got 0")
+        return replace(self, kind="ray", start_method=None, max_tasks=None,
+                       address=ray_address)
 
 def make_executor(spec: ExecutorSpec, dataset: Any) -> Executor:
     """Build the executor ``spec`` describes, over ``dataset``.

@@ -55,6 +55,11 @@ class MultiprocessIterator(ChainerIterator):
             before :class:`~dataset_kit.iterators.BatchTimeoutError` is raised
             and the workers are stopped (default 300; None: wait as long as
             the workers live). Not in Chainer, whose iterator only warns.
+        executor: None (worker processes on this machine) or ``"ray"``: the
+            ``n_processes`` workers are actors of a Ray cluster instead (the
+            ``ray`` extra; :doc:`/cluster`), with the same batches.
+        ray_address: the Ray cluster's address for ``executor="ray"`` (None:
+            ``RAY_ADDRESS``, else a local Ray).
 
     Raises:
         TypeError: for arguments of the wrong type, or (on the first ``next()``)
@@ -85,6 +90,8 @@ class MultiprocessIterator(ChainerIterator):
         worker_init: Callable[[int, int], Any] | None = None,
         last_batch: str | None = None,
         timeout: float | None = DEFAULT_BATCH_TIMEOUT,
+        executor: str | None = None,
+        ray_address: str | None = None,
     ) -> None:
         self.n_processes = positive_int(
             "n_processes", (os.cpu_count() or 1) if n_processes is None else n_processes)
@@ -102,7 +109,7 @@ class MultiprocessIterator(ChainerIterator):
             "process", workers=self.n_processes,
             depth=self.n_processes * (self.n_prefetch + 1), start_method=start_method,
             timeout=timeout, converter=converter, worker_init=worker_init,
-            max_tasks=maxtasksperchild, warn_after=dataset_timeout)
+            max_tasks=maxtasksperchild, warn_after=dataset_timeout).placed(executor, ray_address)
         self.converter = converter
         self.start_method = spec.start_method
         self.dataset_timeout = dataset_timeout

@@ -134,6 +134,11 @@ class DataLoader(Generic[_T_co]):
         persistent_workers: accepted; workers always persist across epochs.
         pin_memory_device: deprecated in PyTorch, accepted.
         in_order: accepted; batches always arrive in order.
+        executor: not PyTorch's: None (worker processes) or ``"ray"``: the
+            ``num_workers`` workers are actors of a Ray cluster (:doc:`/cluster`),
+            with the same batches (map-style datasets only).
+        ray_address: not PyTorch's: the Ray cluster's address for
+            ``executor="ray"`` (None: ``RAY_ADDRESS``, else a local Ray).
 
     Raises:
         ValueError: for PyTorch's argument conflicts, with its messages.
@@ -148,8 +153,13 @@ class DataLoader(Generic[_T_co]):
                  worker_init_fn: Callable[[int], Any] | None = None,
                  multiprocessing_context: Any = None, generator: Any = None, *,
                  prefetch_factor: int | None = None, persistent_workers: bool = False,
-                 pin_memory_device: str = "", in_order: bool = True) -> None:
+                 pin_memory_device: str = "", in_order: bool = True,
+                 executor: str | None = None, ray_address: str | None = None) -> None:
         iterable = isinstance(dataset, IterableDataset)
+        if iterable and executor == "ray":
+            raise ValueError("executor='ray' builds planned batches of a map-style dataset; an "
+                             "IterableDataset is read by each worker's own copy in sequence, "
+                             "which Ray actors cannot resume: use local workers for it")
         if iterable:
             _check_iterable_arguments(dataset, shuffle, sampler, batch_sampler)
             if isinstance(dataset, IterDataPipe):
@@ -224,7 +234,8 @@ class DataLoader(Generic[_T_co]):
             "serial" if num_workers == 0 else "process", workers=num_workers,
             depth=depth, start_method=start_method,
             timeout=None if timeout == 0 else timeout,
-            converter=Collate(collate_fn, auto), worker_init=worker_start)
+            converter=Collate(collate_fn, auto), worker_init=worker_start,
+        ).placed(executor, ray_address)
         if iterable:
             self._engine = self._stream_engine(None)
             self._IterableDataset_len_called: int | None = None  # PyTorch's name

@@ -68,3 +68,25 @@ def test_specs_are_frozen_values():
     with pytest.raises(AttributeError):
         spec.workers = 3
     assert spec == ExecutorSpec("thread", workers=2)
+
+
+def test_the_spec_checks_its_ray_settings():
+    with pytest.raises(ValueError, match="are for kind='ray'"):
+        ExecutorSpec("process", workers=1, address="127.0.0.1:1")
+    with pytest.raises(TypeError, match="resources"):
+        ExecutorSpec("ray", workers=1, resources=[1])  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="workers"):
+        ExecutorSpec("ray", workers=0)
+    with pytest.raises(TypeError, match="dataset_factory"):
+        ExecutorSpec("ray", workers=1, dataset_factory=3)  # type: ignore[arg-type]
+    local = ExecutorSpec("process", workers=2, start_method="fork", max_tasks=5)
+    assert local.placed(None) is local and local.placed("local") is local
+    on_ray = local.placed("ray", "127.0.0.1:1")
+    assert (on_ray.kind, on_ray.workers, on_ray.address, on_ray.max_tasks) == \
+        ("ray", 2, "127.0.0.1:1", None)
+    with pytest.raises(ValueError, match="executor must be"):
+        local.placed("dask")
+    with pytest.raises(ValueError, match="ray_address is for executor='ray'"):
+        local.placed(None, "127.0.0.1:1")
+    with pytest.raises(ValueError, match="got 0"):
+        ExecutorSpec("serial").placed("ray")

@@ -240,15 +240,37 @@ def test_losing_every_actor_is_an_error_naming_the_cluster(cluster):
         engine.close()
 
 
-def test_the_spec_checks_its_ray_settings():
-    with pytest.raises(ValueError, match="are for kind='ray'"):
-        ExecutorSpec("process", workers=1, address="127.0.0.1:1")
-    with pytest.raises(TypeError, match="resources"):
-        ExecutorSpec("ray", workers=1, resources=[1])  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="workers"):
-        ExecutorSpec("ray", workers=0)
-    with pytest.raises(TypeError, match="dataset_factory"):
-        ExecutorSpec("ray", workers=1, dataset_factory=3)  # type: ignore[arg-type]
+def test_the_doors_place_their_workers_on_ray(cluster):
+    from dataset_kit.distributed import ShardedIterator
+    from dataset_kit.iterators import MultiprocessIterator, SerialIterator
+
+    data = Slow(96)
+    want = [[y for _, y in b] for b in take(SerialIterator(data, 8, seed=4), 14)]
+    with MultiprocessIterator(data, 8, seed=4, n_processes=2, executor="ray",
+                              ray_address=cluster.address) as it:
+        assert [[y for _, y in b] for b in take(it, 14)] == want
+    sharded_local = [[y for _, y in b] for b in take(ShardedIterator(data, 8, seed=4), 14)]
+    with ShardedIterator(data, 8, seed=4, n_processes=2, executor="ray",
+                         ray_address=cluster.address) as it:
+        assert [[y for _, y in b] for b in take(it, 14)] == sharded_local
+
+
+def test_the_torch_door_places_its_workers_on_ray(cluster):
+    torch = pytest.importorskip("torch", reason="the torch door needs PyTorch (the torch extra)")
+    import dataset_kit.torch as dk_torch
+
+    data = Slow(64)
+
+    def loader(**kwargs):
+        return dk_torch.DataLoader(data, batch_size=8, shuffle=True, num_workers=2,
+                                   generator=torch.Generator().manual_seed(3), **kwargs)
+
+    want = [b[1].tolist() for b in loader()]
+    assert [b[1].tolist() for b in loader(executor="ray", ray_address=cluster.address)] == want
+
+
+def take(it, count: int) -> list:
+    return [next(it) for _ in range(count)]
 
 
 # Last: it leaves the cluster with one node.
