@@ -15,6 +15,7 @@ Gluon                                  engine
 ``start_method`` (not in Gluon)        the worker processes' start method
 ``auto_reload=True``                   ``Engine.prefetch()`` now and across epoch ends
 ``auto_reload=False`` (the default)    ``hold_between_epochs``: built when ``iter()`` asks
+``try_nopython``                       accepted, no effect (no C++ pipeline here)
 ``pin_memory``, ``device``             :func:`~dataset_kit.to_device` on delivery
 one ``iter()``                         batches up to the one that ends an epoch
 an epoch without a full batch          ``skip_empty_epoch()``: nothing
@@ -81,6 +82,11 @@ class DataLoader:
             and the next epoch's as soon as an epoch ends; False (Gluon 1.9.1's
             default in its code, though its docstring says True) builds
             nothing until ``iter()`` asks for an epoch.
+        try_nopython: None, True or False, accepted for Gluon (2.0's
+            signature) and without effect: Gluon tries to compile the
+            pipeline into its C++ loader with it; dataset_kit has no such
+            loader and always runs the Python dataset and batchify function
+            (Gluon's fallback), so True is not an error here either.
 
     With ``last_batch='discard'`` or ``'rollover'`` an epoch may hold no full
     batch (``batch_size`` larger than the dataset): ``iter()`` then yields
@@ -98,7 +104,7 @@ class DataLoader:
                  pin_memory: bool = False, pin_device_id: int = 0, prefetch: int | None = None,
                  thread_pool: bool = False, timeout: float = 120, seed: int | None = None,
                  device: Any = None, auto_reload: bool = False,
-                 start_method: str | None = None) -> None:
+                 start_method: str | None = None, try_nopython: bool | None = None) -> None:
         if batch_sampler is None:
             if batch_size is None:
                 raise ValueError("batch_size must be specified unless batch_sampler is specified")
@@ -132,6 +138,8 @@ class DataLoader:
         order = None if sampler is None else \
             sampler if isinstance(sampler, BatchListOrder) else as_order_sampler(sampler)
         self._own_batches = order if isinstance(order, BatchListOrder) else None
+        if try_nopython is not None and not isinstance(try_nopython, (bool, np.bool_)):
+            raise TypeError(f"try_nopython must be None, True or False, got {try_nopython!r}")
         if not isinstance(auto_reload, (bool, np.bool_)):
             raise TypeError(f"auto_reload must be True or False, got {auto_reload!r}")
         self._engine = Engine(dataset, batch_size=batch_size, shuffle=None if order else shuffle,
