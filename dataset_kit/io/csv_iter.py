@@ -88,7 +88,6 @@ class CSVIter(NativeDataIter):
                          "wrapped" if round_batch else "padding", with_index=True)
         self.round_batch = bool(round_batch)
 
-    # The array itself, not a list, as MXNet's C++ iterators (see NativeDataIter).
-    def getlabel(self) -> np.ndarray:  # type: ignore[override]
-        label = super().getlabel()
-        return label.reshape(-1) if self._squeeze else label
+    def _finish(self, columns: tuple) -> tuple:
+        data, label = columns
+        return data, label.reshape(-1) if self._squeeze else label

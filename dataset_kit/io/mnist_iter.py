@@ -124,13 +124,10 @@ class MNISTIter(NativeDataIter):
             _logger.info("MNISTIter: load %d images, shuffle=%d, shape=%s", len(images),
                          bool(shuffle), (batch_size, *shape))
 
-    # The array itself, not a list, as MXNet's C++ iterators (see NativeDataIter).
-    def getdata(self) -> np.ndarray:  # type: ignore[override]
-        pixels = super().getdata()
+    def _finish(self, columns: tuple) -> tuple:
+        pixels, labels = columns
         shape = (len(pixels), -1) if self._flat else (len(pixels), 1, *pixels.shape[1:])
         # MXNet scales by 1/256 in float32, then casts to dtype.
-        return (pixels.reshape(shape).astype(np.float32) * np.float32(1 / 256)).astype(
+        data = (pixels.reshape(shape).astype(np.float32) * np.float32(1 / 256)).astype(
             self._dtype, copy=False)
-
-    def getlabel(self) -> np.ndarray:  # type: ignore[override]
-        return super().getlabel().astype(np.float32)
+        return data, labels.astype(np.float32)

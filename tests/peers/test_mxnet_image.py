@@ -41,18 +41,18 @@ def _encode(array, fmt):
 @pytest.mark.parametrize("to_rgb", [True, False])
 def test_png_decodes_exactly_as_mxnet(to_rgb):
     data = _encode(_picture(), "PNG")
-    assert np.array_equal(dk.imdecode(data, to_rgb=to_rgb),
+    assert np.array_equal(dk.imdecode(data, to_rgb=to_rgb).asnumpy(),
                           mx.image.imdecode(data, to_rgb=to_rgb).asnumpy())
 
 
 def test_png_grey_within_one_and_jpeg_within_two_levels():
     png = _encode(_picture(), "PNG")
     # OpenCV's fixed-point RGB-to-grey and ours (float BT.601) round differently.
-    grey = dk.imdecode(png, flag=0).astype(int) - mx.image.imdecode(png, flag=0).asnumpy()
+    grey = dk.imdecode(png, flag=0).asnumpy().astype(int) - mx.image.imdecode(png, flag=0).asnumpy()
     assert np.abs(grey).max() <= 1
     jpeg = _encode(_picture(), "JPEG")
     # libjpeg-turbo (simplejpeg, Pillow) against MXNet's libjpeg: IDCT and upsampling rounding.
-    diff = dk.imdecode(jpeg).astype(int) - mx.image.imdecode(jpeg).asnumpy()
+    diff = dk.imdecode(jpeg).asnumpy().astype(int) - mx.image.imdecode(jpeg).asnumpy()
     assert np.abs(diff).max() <= 2 and np.abs(diff).mean() < 0.5
 
 
@@ -160,7 +160,7 @@ def test_image_iter_batches_match_mxnets(image_files, source, last_batch_handle)
         assert len(mine) == len(their)
         for a, b in zip(mine, their):
             assert a.pad == b.pad
-            assert np.array_equal(a.data[0], b.data[0].asnumpy())
-            assert np.array_equal(a.label[0], b.label[0].asnumpy())
+            assert np.array_equal(a.data[0].asnumpy(), b.data[0].asnumpy())
+            assert np.array_equal(a.label[0].asnumpy(), b.label[0].asnumpy())
         ours.reset()
         theirs.reset()
