@@ -164,3 +164,15 @@ def test_image_iter_batches_match_mxnets(image_files, source, last_batch_handle)
             assert np.array_equal(a.label[0].asnumpy(), b.label[0].asnumpy())
         ours.reset()
         theirs.reset()
+
+
+@pytest.mark.parametrize("zoom_in, zoom_out", [(False, False), (True, False), (False, True)])
+@pytest.mark.parametrize("shape", [(3, 30, 60), (2, 3, 17, 11)])
+def test_imrotate_equals_mxnets(shape, zoom_in, zoom_out):
+    src = np.random.default_rng(0).uniform(0, 1, shape).astype(np.float32)
+    angles = [6, -33.3, 90, 0.5] if len(shape) == 3 else [mx.nd.array([12, -70])]
+    for angle in angles:
+        theirs = mx.image.imrotate(mx.nd.array(src), angle, zoom_in=zoom_in, zoom_out=zoom_out)
+        ours = dk.imrotate(mx.nd.array(src), angle, zoom_in=zoom_in, zoom_out=zoom_out)
+        assert isinstance(ours, mx.nd.NDArray)
+        np.testing.assert_allclose(ours.asnumpy(), theirs.asnumpy(), atol=1e-5)
