@@ -24,7 +24,7 @@ def _angles(rotation_degrees: Any, count: int, single: bool) -> np.ndarray:
         raise TypeError("When a single image is passed the rotation angle is required to be "
                         f"a scalar, got {type(rotation_degrees).__name__}")
     if isinstance(rotation_degrees, Number):
-        return np.full(count, float(rotation_degrees))
+        return np.full(count, rotation_degrees, dtype=np.float64)
     angles = as_numpy(rotation_degrees).astype(np.float64).reshape(-1)
     if len(angles) != count:
         raise ValueError(f"The number of images must be equal to the number of rotation "
