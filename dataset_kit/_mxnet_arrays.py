@@ -75,6 +75,12 @@ class MXArray(np.ndarray):
 
     stype = "default"
 
+    def __array_wrap__(self, array: np.ndarray, *args: Any, **kwargs: Any) -> Any:
+        # A reduction gives a numpy scalar, as on a plain array (not a 0-d MXArray).
+        if array.ndim == 0:
+            return array[()]
+        return super().__array_wrap__(array, *args, **kwargs)
+
     def asnumpy(self) -> np.ndarray:
         """A plain numpy copy (MXNet's ``asnumpy`` copies too)."""
         return np.array(self.view(np.ndarray))

@@ -49,6 +49,13 @@ def test_mxarray_has_ndarrays_conveniences():
         x.copyto(np.zeros(3))
 
 
+def test_reductions_and_elements_are_numpy_scalars_as_on_plain_arrays():
+    x = mxnet_output(np.arange(6.0).reshape(2, 3))
+    assert type(x.sum()) is np.float64 and type(x[0, 1]) is np.float64
+    assert {x.max(): "hashable"} and isinstance(x.sum(axis=0), MXArray)
+    assert isinstance(x + 1, MXArray) and isinstance(np.sqrt(x), MXArray)
+
+
 def test_only_cpu_contexts_are_accepted():
     class GPU:
         device_type, device_id = "gpu", 0
