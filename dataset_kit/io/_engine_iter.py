@@ -57,6 +57,7 @@ class EngineDataIter(DataIter):
         self._epoch_open = True   # False once the batch that ends the epoch was delivered
         self._exhausted = False   # StopIteration was raised since then
         self._current: tuple | None = None
+        self._batched_descs: tuple | None = None
 
     def iter_next(self) -> bool:
         if not self._epoch_open:
@@ -122,14 +123,19 @@ class EngineDataIter(DataIter):
 
     @property
     def provide_data(self) -> list:
-        return [self._batched(d) for d in self._data_descs]
+        return list(self._batched()[0])
 
     @property
     def provide_label(self) -> list:
-        return [self._batched(d) for d in self._label_descs]
+        return list(self._batched()[1])
 
-    def _batched(self, desc: DataDesc) -> DataDesc:
-        return desc._replace(shape=(self.batch_size, *desc.shape))
+    def _batched(self) -> tuple:
+        """The data's and labels' descriptors with the batch axis (made once: every batch asks)."""
+        if self._batched_descs is None or self._batched_descs[0] != self.batch_size:
+            self._batched_descs = (self.batch_size, *(
+                tuple(d._replace(shape=(self.batch_size, *d.shape)) for d in descs)
+                for descs in (self._data_descs, self._label_descs)))
+        return self._batched_descs[1:]
 
     def state_dict(self) -> dict:
         """Return the iterator's state: door ``"mxnet"`` with ``epoch_open`` and ``exhausted``."""

@@ -73,3 +73,11 @@ def test_dataloader_equals_gluons(last_batch):
         got = list(ours)
         assert all(isinstance(f, mx.nd.NDArray) for b in got for f in b)
         assert [[f.asnumpy().tolist() for f in b] for b in got] == want
+
+
+def test_ndarray_batches_leave_a_users_array_writeable():
+    x = np.arange(8, dtype=np.float32).reshape(4, 2)
+    batch = next(iter(loader.DataLoader(loader.ArrayDataset(x), 4, batchify_fn=lambda _: x)))
+    assert isinstance(batch, mx.nd.NDArray) and x.flags.writeable  # copied, not taken over
+    ours = next(io.NDArrayIter(x, batch_size=2))  # a batch just gathered: taken over
+    assert isinstance(ours.data[0], mx.nd.NDArray) and x.flags.writeable
