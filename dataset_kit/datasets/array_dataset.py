@@ -8,9 +8,10 @@ from typing import Any
 import numpy as np
 
 from dataset_kit._gather import take_rows
+from dataset_kit._mxnet_arrays import mxnet_in_use
 from dataset_kit.batch import ExampleBatch
 from dataset_kit.dataset import MapDataset, fetch_examples
-from dataset_kit.datasets.gluon_dataset import Dataset, SimpleDataset, mxnet_in_use
+from dataset_kit.datasets.gluon_dataset import Dataset, SimpleDataset
 from dataset_kit.datasets.tuple_dataset import _check_lengths
 
 __all__ = ["ArrayDataset", "SimpleDataset"]

@@ -12,7 +12,6 @@ time, with :func:`~dataset_kit.example_rng` kept in step.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -173,14 +172,3 @@ def _callable(name: str, fn: Any) -> Any:
     if not callable(fn):
         raise TypeError(f"{name} must be callable, got {type(fn).__name__}")
     return fn
-
-
-def mxnet_in_use() -> Any:
-    """MXNet, if this program has imported it (every Gluon program has), else None.
-
-    Gluon's datasets give NDArrays; dataset_kit's give them when MXNet is in
-    use, and never import MXNet itself (MXNet 1.9.1 does not import under
-    numpy >= 1.24 without a shim, and costs seconds to import).
-    """
-    mx = sys.modules.get("mxnet")
-    return mx if mx is not None and hasattr(mx, "nd") else None

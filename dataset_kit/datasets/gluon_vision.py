@@ -27,9 +27,10 @@ from typing import Any
 import numpy as np
 
 from dataset_kit._gather import take_rows
+from dataset_kit._mxnet_arrays import mxnet_in_use
 from dataset_kit.batch import ExampleBatch
 from dataset_kit.datasets import cifar, mnist
-from dataset_kit.datasets.gluon_dataset import Dataset, mxnet_in_use
+from dataset_kit.datasets.gluon_dataset import Dataset
 from dataset_kit.download import cache_or_load_file, get_dataset_directory
 
 

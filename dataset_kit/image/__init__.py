@@ -38,6 +38,7 @@ from dataset_kit.image.functional import (
     resize_short,
     scale_down,
 )
+from dataset_kit.image.rotate import imrotate, random_rotate
 
 
 def __getattr__(name: str) -> object:
@@ -53,5 +54,6 @@ __all__ = ["Augmenter", "BrightnessJitterAug", "CastAug", "CenterCropAug", "Colo
            "ForceResizeAug", "HorizontalFlipAug", "HueJitterAug", "ImageIter", "LightingAug",
            "RandomCropAug", "RandomGrayAug", "RandomOrderAug", "RandomSizedCropAug", "ResizeAug",
            "SaturationJitterAug", "SequentialAug", "center_crop", "color_normalize",
-           "copyMakeBorder", "fixed_crop", "imdecode", "imread", "imresize", "random_crop",
-           "random_size_crop", "read_image", "resize_short", "scale_down"]
+           "copyMakeBorder", "fixed_crop", "imdecode", "imread", "imresize", "imrotate",
+           "random_crop", "random_rotate", "random_size_crop", "read_image", "resize_short",
+           "scale_down"]

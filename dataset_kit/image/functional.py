@@ -3,10 +3,14 @@
 Same names, argument order and results as MXNet's, with two differences a
 porting user sees once:
 
-* **numpy, not NDArray.** Images are numpy HWC arrays. An MXNet ``NDArray``
-  argument is accepted (read through ``asnumpy()``) and the result is then an
-  ``NDArray`` again, so MXNet code runs unchanged; numpy in gives numpy out.
-  Nothing is modified in place (MXNet's ``color_normalize`` changes its input).
+* **NDArray when MXNet is in use.** ``imdecode`` and ``imread`` give an
+  ``mx.nd.NDArray`` when the program uses MXNet, as MXNet's do, and otherwise
+  an :class:`~dataset_kit.io.MXArray` (a numpy array with NDArray's
+  ``asnumpy()``, ``asscalar()``, ``context``...). The other functions take
+  either: an ``NDArray`` in gives an ``NDArray`` out; a numpy array in gives
+  an :class:`~dataset_kit.io.MXArray` view of the result (numpy's speed,
+  NDArray's methods). Nothing is modified in place (MXNet's
+  ``color_normalize`` changes its input).
 * **RGB**, as MXNet's own ``imdecode``/``imread`` (``to_rgb=True``) give; code
   that called OpenCV (``cv2.imread``) directly had BGR.
 
@@ -30,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from dataset_kit._mxnet_arrays import MXArray, mxnet_output, ndarray_from
 from dataset_kit.image import _resize, affine, decode
 from dataset_kit.image._draws import draws
 
@@ -48,10 +53,10 @@ def as_numpy(array: Any) -> np.ndarray:
 
 
 def like(source: Any, result: np.ndarray) -> Any:
-    """``result`` as an MXNet ``NDArray`` when ``source`` was one, else unchanged."""
+    """``result`` as an MXNet ``NDArray`` when ``source`` was one, else as an MXArray view."""
     if isinstance(source, np.ndarray) or not type(source).__module__.startswith("mxnet"):
-        return result
-    return sys.modules["mxnet"].nd.array(result, dtype=result.dtype)
+        return result.view(MXArray)
+    return ndarray_from(sys.modules["mxnet"], result)
 
 
 def _store(result: np.ndarray, out: Any) -> Any:
@@ -106,7 +111,8 @@ def imdecode(buf: Any, flag: int = 1, to_rgb: bool = True, out: Any = None) -> A
         out: an array to write the image into (MXNet's ``out``).
 
     Returns:
-        The image (an NDArray when ``buf`` is one).
+        The image: an ``NDArray`` when MXNet is in use, else an
+        :class:`~dataset_kit.io.MXArray`.
 
     Raises:
         ValueError: if ``buf`` is not bytes-like (MXNet's message).
@@ -120,7 +126,7 @@ def imdecode(buf: Any, flag: int = 1, to_rgb: bool = True, out: Any = None) -> A
         raise ValueError("buf must be of type bytes, bytearray or numpy.ndarray,if you would "
                          "like to input type str, please convert to bytes")
     image = decode_hwc(data, int(flag), to_rgb, f"({len(data)} bytes)")
-    return _store(image, out) if out is not None else like(buf, image)
+    return _store(image, out) if out is not None else mxnet_output(image)
 
 
 def imread(filename: str | os.PathLike, flag: int = 1, to_rgb: bool = True,
@@ -137,7 +143,7 @@ def imread(filename: str | os.PathLike, flag: int = 1, to_rgb: bool = True,
     except OSError as error:
         raise _mxnet_error(f"imread: cannot read {path}: {error.strerror}") from None
     image = decode_hwc(data, int(flag), to_rgb, path)
-    return _store(image, out) if out is not None else image
+    return _store(image, out) if out is not None else mxnet_output(image)
 
 
 def imresize(src: Any, w: int, h: int, interp: int = 1, out: Any = None) -> Any:

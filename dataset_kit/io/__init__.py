@@ -1,5 +1,6 @@
 """MXNet's DataIter vocabulary (NDArrayIter, CSVIter, DataBatch with pad) over the engine."""
 
+from dataset_kit._mxnet_arrays import MXArray
 from dataset_kit.io.combinators import PrefetchingIter, ResizeIter
 from dataset_kit.io.csr import CSRMatrix
 from dataset_kit.io.csv_iter import CSVIter
@@ -12,5 +13,5 @@ from dataset_kit.io.mnist_iter import MNISTIter
 from dataset_kit.io.ndarray_iter import NDArrayIter
 
 __all__ = ["CSRMatrix", "CSVIter", "DataBatch", "DataDesc", "DataIter", "ImageIter",
-           "ImageRecordIter", "LibSVMIter", "MNISTIter", "MXNetError", "NDArrayIter",
+           "ImageRecordIter", "LibSVMIter", "MNISTIter", "MXArray", "MXNetError", "NDArrayIter",
            "PrefetchingIter", "ResizeIter"]

@@ -7,7 +7,10 @@ MXNet                         engine
                               epoch without a batch (``skip_empty_epoch()``)
 ``reset()`` mid-epoch         ``start_next_epoch()`` (MXNet restarts the epoch)
 ``DataBatch.pad``             from the batch's plan (see :data:`PAD_RULES`)
-``data`` / ``label``          the first / last columns of each stacked batch
+``data`` / ``label``          the first / last columns of each stacked batch, as
+                              ``mx.nd.NDArray`` when MXNet is in use, else as
+                              :class:`~dataset_kit.io.MXArray` views (numpy arrays
+                              with ``asnumpy()``, ``context``, ``copyto()``...)
 ============================  ==================================================
 """
 
@@ -17,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from dataset_kit._mxnet_arrays import mxnet_output
 from dataset_kit.convert import concat_examples
 from dataset_kit.engine import LAST_BATCH, BatchPlan, Engine, LastBatch
 from dataset_kit.engine import states as _checkpoint
@@ -70,6 +74,7 @@ class EngineDataIter(DataIter):
         self._epoch_open = True   # False once the batch that ends the epoch was delivered
         self._exhausted = False   # StopIteration was raised since then
         self._current: tuple | None = None
+        self._batched_descs: tuple | None = None
 
     def iter_next(self) -> bool:
         if not self._epoch_open:
@@ -81,9 +86,15 @@ class EngineDataIter(DataIter):
         batch = self._engine.next()
         # A tuple is a batch the executor's converter already stacked (in a worker).
         columns = batch if isinstance(batch, tuple) else concat_examples(batch)
-        self._current = columns if isinstance(columns, tuple) else (columns,)
+        columns = self._finish(columns if isinstance(columns, tuple) else (columns,))
+        # Converted once per batch: every getdata() of a batch gives the same arrays, as MXNet.
+        self._current = tuple(mxnet_output(c) for c in columns)
         self._epoch_open = not self._engine.position.is_new_epoch
         return True
+
+    def _finish(self, columns: tuple) -> tuple:
+        """The stacked numpy columns as the iterator gives them (a subclass reshapes or casts)."""
+        return columns
 
     def reset(self) -> None:
         """Start the next epoch; mid-epoch, the rest of the epoch is skipped (MXNet restarts)."""
@@ -129,14 +140,19 @@ class EngineDataIter(DataIter):
 
     @property
     def provide_data(self) -> list:
-        return [self._batched(d) for d in self._data_descs]
+        return list(self._batched()[0])
 
     @property
     def provide_label(self) -> list:
-        return [self._batched(d) for d in self._label_descs]
+        return list(self._batched()[1])
 
-    def _batched(self, desc: DataDesc) -> DataDesc:
-        return desc._replace(shape=(self.batch_size, *desc.shape))
+    def _batched(self) -> tuple:
+        """The data's and labels' descriptors with the batch axis (made once: every batch asks)."""
+        if self._batched_descs is None or self._batched_descs[0] != self.batch_size:
+            self._batched_descs = (self.batch_size, *(
+                tuple(d._replace(shape=(self.batch_size, *d.shape)) for d in descs)
+                for descs in (self._data_descs, self._label_descs)))
+        return self._batched_descs[1:]
 
     def state_dict(self) -> dict:
         """Return the iterator's state: door ``"mxnet"`` with ``epoch_open`` and ``exhausted``."""
@@ -170,10 +186,10 @@ class NativeDataIter(EngineDataIter):
     # MXNet's MXDataIter breaks DataIter's list contract: its getters give the
     # array itself (next() wraps each in a list). The type system cannot hold a
     # subclass that changes a return type, so each such override says so.
-    def getdata(self) -> np.ndarray:  # type: ignore[override]
+    def getdata(self) -> Any:  # type: ignore[override]
         return self._columns()[0]
 
-    def getlabel(self) -> np.ndarray:  # type: ignore[override]
+    def getlabel(self) -> Any:  # type: ignore[override]
         return self._columns()[1]
 
     def next(self) -> DataBatch:

@@ -1,4 +1,4 @@
-"""Array arguments as MXNet's iterators take them: numpy, MXNet NDArrays, h5py datasets."""
+"""Array arguments as MXNet's NDArrayIter takes them: numpy, NDArrays, h5py, CSR matrices."""
 
 from __future__ import annotations
 
@@ -13,23 +13,32 @@ def is_sparse(value: Any) -> bool:
     return stype != "default" or (hasattr(value, "tocsr") and hasattr(value, "nnz"))
 
 
-def to_numpy(value: Any, name: str) -> np.ndarray:
-    """``value`` as a numpy array; an MXNet NDArray through its ``asnumpy()``.
+def as_column(value: Any, name: str) -> Any:
+    """One input as MXNet 1.9.1's ``NDArrayIter`` holds it (its ``_init_data``).
 
-    MXNet is not imported: any object with ``asnumpy()`` is taken as an NDArray.
+    MXNet makes every input an NDArray with ``mx.nd.array``, whose default
+    dtype is float32: numpy arrays and lists become float32; MXNet NDArrays
+    (taken through ``asnumpy()``; MXNet is not imported) and h5py datasets keep
+    their dtype. A CSR matrix (scipy's, or a ``CSRNDArray`` through
+    ``asscipy()``) keeps its dtype and stays sparse: a scipy CSR matrix.
 
     Args:
         value: an array-like.
         name: how to name the argument in an error.
 
     Raises:
-        NotImplementedError: for sparse input (MXNet's NDArrayIter takes it only
-            with ``last_batch_handle='discard'``; dataset_kit not at all).
+        NotImplementedError: for a sparse array that is not CSR (row-sparse),
+            which MXNet's NDArrayIter does not take either.
     """
     if is_sparse(value):
-        raise NotImplementedError(
-            f"{name} is a sparse array ({type(value).__name__}); dataset_kit's MXNet iterators "
-            f"take dense arrays only: pass {name}.asnumpy() or {name}.toarray()")
+        matrix = value.asscipy() if callable(getattr(value, "asscipy", None)) else value
+        if getattr(value, "stype", "csr") != "csr" or not callable(getattr(matrix, "tocsr", None)):
+            raise NotImplementedError(
+                f"{name} is a sparse array of storage type {getattr(value, 'stype', '?')!r}; "
+                f"NDArrayIter takes CSR matrices and dense arrays only")
+        return matrix.tocsr()
     if callable(getattr(value, "asnumpy", None)):
         return value.asnumpy()
-    return np.asarray(value)
+    if type(value).__module__.startswith("h5py"):
+        return np.asarray(value)
+    return np.asarray(value, dtype=np.float32)

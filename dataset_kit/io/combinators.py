@@ -6,7 +6,7 @@ from typing import Any
 
 from dataset_kit._checks import positive_int
 from dataset_kit.engine import states as _checkpoint
-from dataset_kit.io.data_iter import DataBatch, DataDesc, DataIter
+from dataset_kit.io.data_iter import DataBatch, DataIter
 
 
 def _old_prefetching_state(state: dict) -> tuple[Any, dict] | None:
@@ -138,7 +138,7 @@ class PrefetchingIter(_OverBatches):
     def _renamed(descs: list, renames: list | None, k: int) -> list:
         if renames is None:
             return list(descs)
-        return [DataDesc(renames[k].get(d.name, d.name), *d[1:]) for d in descs]
+        return [d._replace(name=renames[k].get(d.name, d.name)) for d in descs]
 
     @property
     def provide_data(self) -> list:

@@ -50,6 +50,8 @@ class CSVIter(NativeDataIter):
         fill_value: the value that replaces a missing value (an empty cell,
             ``NA``, ``N/A``, ``null``, ...) in either file; None (the default)
             makes a missing value an error, whether pandas is installed or not.
+        data_name: the data's name in ``provide_data``.
+        label_name: the label's name in ``provide_label``.
 
     Raises:
         FileNotFoundError: if a file does not exist.
@@ -63,7 +65,8 @@ class CSVIter(NativeDataIter):
                  label_csv: str | os.PathLike | None = None, label_shape: tuple = (1,),
                  batch_size: int = 1, round_batch: bool = True, dtype: Any = "float32",
                  shuffle: bool = False, seed: int | None = None,
-                 fill_value: float | None = None) -> None:
+                 fill_value: float | None = None, data_name: str = "data",
+                 label_name: str = "softmax_label") -> None:
         batch_size = positive_int("batch_size", batch_size)
         data = CSVArrayDataset(data_csv, data_shape, dtype, fill_value)
         if len(data) == 0:
@@ -80,12 +83,11 @@ class CSVIter(NativeDataIter):
         engine = Engine(TupleDataset(data, labels), batch_size=batch_size, shuffle=shuffle,
                         seed=seed, last_batch=None if round_batch else "pad")
         label_desc_shape = () if label_csv is None or self._squeeze else label_shape
-        super().__init__(engine, [DataDesc("data", data.row_shape, data.dtype)],
-                         [DataDesc("softmax_label", label_desc_shape, np.float32)],
+        super().__init__(engine, [DataDesc(data_name, data.row_shape, data.dtype)],
+                         [DataDesc(label_name, label_desc_shape, np.float32)],
                          "wrapped" if round_batch else "padding", with_index=True)
         self.round_batch = bool(round_batch)
 
-    # The array itself, not a list, as MXNet's C++ iterators (see NativeDataIter).
-    def getlabel(self) -> np.ndarray:  # type: ignore[override]
-        label = super().getlabel()
-        return label.reshape(-1) if self._squeeze else label
+    def _finish(self, columns: tuple) -> tuple:
+        data, label = columns
+        return data, label.reshape(-1) if self._squeeze else label

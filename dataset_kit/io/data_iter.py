@@ -8,18 +8,59 @@ from typing import Any, NamedTuple
 import numpy as np
 
 
-class DataDesc(NamedTuple):
-    """The name, shape, dtype and layout of one input (MXNet's ``DataDesc``)."""
-
+class _NameShape(NamedTuple):
     name: str
     shape: tuple
-    dtype: Any = np.float32
-    layout: str = "NCHW"
+
+
+class DataDesc(_NameShape):
+    """The name and shape of one input, carrying its dtype and layout (MXNet's ``DataDesc``).
+
+    As MXNet 1.9.1's, a 2-field named tuple ``(name, shape)`` (so
+    ``for name, shape in it.provide_data`` works, and equality compares name
+    and shape only) with ``dtype`` and ``layout`` as attributes.
+
+    Args:
+        name: the input's name.
+        shape: its shape.
+        dtype: its dtype.
+        layout: its layout (``N`` marks the batch axis).
+    """
+
+    dtype: Any
+    layout: str
+
+    def __new__(cls, name: str, shape: tuple, dtype: Any = np.float32,
+                layout: str = "NCHW") -> DataDesc:
+        desc = super().__new__(cls, name, shape)
+        desc.dtype, desc.layout = dtype, layout
+        return desc
+
+    def __getnewargs__(self) -> tuple:  # copies and pickles keep dtype and layout
+        return self.name, self.shape, self.dtype, self.layout
+
+    def _replace(self, **changes: Any) -> DataDesc:
+        """A copy with some of ``name``, ``shape``, ``dtype``, ``layout`` changed."""
+        fields = {"name": self.name, "shape": self.shape, "dtype": self.dtype,
+                  "layout": self.layout}
+        unknown = set(changes) - set(fields)
+        if unknown:
+            raise ValueError(f"DataDesc has no fields {sorted(unknown)}")
+        return DataDesc(**{**fields, **changes})
+
+    def __repr__(self) -> str:
+        return f"DataDesc[{self.name},{self.shape},{self.dtype},{self.layout}]"
 
     @staticmethod
     def get_batch_axis(layout: str | None) -> int:
         """The position of ``N`` in ``layout`` (0 for None)."""
         return 0 if layout is None else layout.find("N")
+
+    @staticmethod
+    def get_list(shapes: Any, types: Any = None) -> list[DataDesc]:
+        """DataDescs from ``(name, shape)`` pairs and, optionally, ``(name, dtype)`` pairs."""
+        dtypes = dict(types) if types is not None else {}
+        return [DataDesc(name, shape, dtypes.get(name, np.float32)) for name, shape in shapes]
 
 
 class DataBatch:

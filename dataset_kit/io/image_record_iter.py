@@ -185,7 +185,8 @@ class ImageRecordIter(NativeDataIter):
         path_imgrec: the ``.rec`` file.
         data_shape: ``(channels, height, width)``; channels 1, 3 or 4 (RGBA).
         batch_size: images per batch.
-        path_imgidx: its ``.idx`` (found beside the ``.rec``, or built by a scan).
+        path_imgidx: its ``.idx`` (found beside the ``.rec``, or built by a
+            scan, when None or ``''``).
         path_imglist: an ``.lst`` giving ``label_width`` labels per image id.
         label_width: labels per image.
         shuffle: visit records in a seeded random order each epoch.
@@ -205,6 +206,8 @@ class ImageRecordIter(NativeDataIter):
         timeout: seconds a worker may stay silent while its batch is awaited
             before a :class:`~dataset_kit.iterators.BatchTimeoutError` (not in
             MXNet; None: wait as long as the workers live).
+        data_name: the data's name in ``provide_data``.
+        label_name: the label's name in ``provide_label``.
         **options: MXNet's augmentation and normalisation arguments
             (``resize``, ``rand_crop``, ``rand_mirror``, ``max_rotate_angle``,
             ``inter_method``, ``mean_r``, ``std_r``, ``max_random_illumination``,
@@ -225,7 +228,8 @@ class ImageRecordIter(NativeDataIter):
                  preprocess_threads: int = 4, num_parts: int = 1, part_index: int = 0,
                  aug_seq: str = "aug_default", dtype: str | None = None,
                  start_method: str | None = None,
-                 timeout: float | None = DEFAULT_BATCH_TIMEOUT, **options: Any) -> None:
+                 timeout: float | None = DEFAULT_BATCH_TIMEOUT, data_name: str = "data",
+                 label_name: str = "softmax_label", **options: Any) -> None:
         shape = _data_shape(data_shape)
         batch_size = positive_int("batch_size", batch_size)
         workers = non_negative_int("preprocess_threads", preprocess_threads)
@@ -244,7 +248,8 @@ class ImageRecordIter(NativeDataIter):
             options.pop(name, None)
         ignore_unknown("ImageRecordIter", options)
         imglist = None if not path_imglist else _read_imglist(path_imglist, label_width)
-        records = RecordFileDataset(path_imgrec, path_imgidx)
+        # MXNet reads an empty path_imgidx as "no index" (its scripts pass '').
+        records = RecordFileDataset(path_imgrec, path_imgidx or None)
         # Imported here, before the workers fork, so that they inherit them: each
         # worker importing them itself cost ~180 ms of CPU per iterator.
         with contextlib.suppress(ImportError):  # then the first decode says so
@@ -271,8 +276,8 @@ class ImageRecordIter(NativeDataIter):
         engine = Engine(dataset, batch_size=batch_size, shuffle=shuffle, seed=seed,
                         last_batch=policy, executor=executor)
         label_shape = () if label_width == 1 else (label_width,)
-        super().__init__(engine, [DataDesc("data", shape, np.dtype(dtype))],
-                         [DataDesc("softmax_label", label_shape, np.float32)], pad_rule,
+        super().__init__(engine, [DataDesc(data_name, shape, np.dtype(dtype))],
+                         [DataDesc(label_name, label_shape, np.float32)], pad_rule,
                          with_index=True)
 
     @staticmethod

@@ -140,6 +140,8 @@ class LibSVMIter(NativeDataIter):
         prefetch_buffer: accepted (the engine prefetches where its executor does).
         ctx: accepted; batches are host arrays.
         dtype: accepted; values are float32, as MXNet's.
+        data_name: the data's name in ``provide_data``.
+        label_name: the label's name in ``provide_label``.
         **unknown: ignored with a warning, as MXNet ignores them.
 
     Raises:
@@ -152,7 +154,8 @@ class LibSVMIter(NativeDataIter):
                  label_libsvm: str | os.PathLike | None = None, label_shape: tuple = (1,),
                  batch_size: int = 1, round_batch: bool = True, num_parts: int = 1,
                  part_index: int = 0, prefetch_buffer: int = 4, ctx: str = "gpu",
-                 dtype: Any = None, **unknown: Any) -> None:
+                 dtype: Any = None, data_name: str = "data", label_name: str = "softmax_label",
+                 **unknown: Any) -> None:
         batch_size = positive_int("batch_size", batch_size)
         data_shape, label_shape = tuple(data_shape), tuple(label_shape)
         if len(data_shape) != 1:
@@ -186,7 +189,7 @@ class LibSVMIter(NativeDataIter):
         engine = Engine(dataset, batch_size=batch_size, shuffle=False, seed=0,
                         executor=ExecutorSpec(converter=batcher))
         label_desc = () if label_libsvm is None else label_shape
-        super().__init__(engine, [DataDesc("data", data_shape, np.float32)],
-                         [DataDesc("softmax_label", label_desc, np.float32)], "wrapped",
+        super().__init__(engine, [DataDesc(data_name, data_shape, np.float32)],
+                         [DataDesc(label_name, label_desc, np.float32)], "wrapped",
                          with_index=True)
 

@@ -85,6 +85,8 @@ class MNISTIter(NativeDataIter):
         prefetch_buffer: accepted (the engine prefetches where its executor does).
         ctx: accepted; batches are host arrays.
         dtype: the data's dtype (float32 when None).
+        data_name: the data's name in ``provide_data``.
+        label_name: the label's name in ``provide_label``.
         **unknown: ignored with a warning, as MXNet ignores them (``data_shape``
             and ``input_shape`` are ignored silently: MXNet's examples pass them).
 
@@ -97,7 +99,8 @@ class MNISTIter(NativeDataIter):
                  label: str | os.PathLike = "./train-labels-idx1-ubyte", batch_size: int = 128,
                  shuffle: bool = True, flat: bool = False, seed: int = 0, silent: bool = False,
                  num_parts: int = 1, part_index: int = 0, prefetch_buffer: int = 4,
-                 ctx: str = "gpu", dtype: Any = None, **unknown: Any) -> None:
+                 ctx: str = "gpu", dtype: Any = None, data_name: str = "data",
+                 label_name: str = "softmax_label", **unknown: Any) -> None:
         batch_size = positive_int("batch_size", batch_size)
         images, labels = read_idx(image, 3), read_idx(label, 1)
         if len(images) != len(labels):
@@ -115,19 +118,16 @@ class MNISTIter(NativeDataIter):
         shape = (images.shape[1] * images.shape[2],) if flat else (1, *images.shape[1:])
         engine = Engine(TupleDataset(images, labels), batch_size=batch_size, shuffle=False,
                         seed=0, last_batch="discard")
-        super().__init__(engine, [DataDesc("data", shape, self._dtype)],
-                         [DataDesc("softmax_label", (), np.float32)], "padding", with_index=True)
+        super().__init__(engine, [DataDesc(data_name, shape, self._dtype)],
+                         [DataDesc(label_name, (), np.float32)], "padding", with_index=True)
         if not silent:
             _logger.info("MNISTIter: load %d images, shuffle=%d, shape=%s", len(images),
                          bool(shuffle), (batch_size, *shape))
 
-    # The array itself, not a list, as MXNet's C++ iterators (see NativeDataIter).
-    def getdata(self) -> np.ndarray:  # type: ignore[override]
-        pixels = super().getdata()
+    def _finish(self, columns: tuple) -> tuple:
+        pixels, labels = columns
         shape = (len(pixels), -1) if self._flat else (len(pixels), 1, *pixels.shape[1:])
         # MXNet scales by 1/256 in float32, then casts to dtype.
-        return (pixels.reshape(shape).astype(np.float32) * np.float32(1 / 256)).astype(
+        data = (pixels.reshape(shape).astype(np.float32) * np.float32(1 / 256)).astype(
             self._dtype, copy=False)
-
-    def getlabel(self) -> np.ndarray:  # type: ignore[override]
-        return super().getlabel().astype(np.float32)
+        return data, labels.astype(np.float32)

@@ -11,8 +11,12 @@ MXNet 1.9                    engine
 data / label names           array: its name; list: ``_k_name``; dict: sorted keys
 ``DataBatch.index``          None, as in MXNet
 ``idx``                      the current epoch's order
-mx.nd arrays                 taken through ``asnumpy()``; sparse ones
-                             raise NotImplementedError
+numpy arrays, lists          float32, as MXNet's ``mx.nd.array`` makes them
+mx.nd arrays, h5py datasets  their own dtype (NDArrays through ``asnumpy()``)
+CSR (scipy, ``CSRNDArray``)  rows gathered as CSR, with ``'discard'`` only
+                             (else NotImplementedError, as in MXNet)
+batch arrays                 NDArrays when MXNet is in use, else
+                             :class:`~dataset_kit.io.MXArray` views
 ``batch_size > len`` with    empty epochs (no batch, StopIteration),
 'discard' / 'roll_over'      as in MXNet
 ===========================  =========================================
@@ -25,30 +29,35 @@ from typing import Any
 import numpy as np
 
 from dataset_kit._checks import positive_int
-from dataset_kit.datasets import TupleDataset
-from dataset_kit.engine import Engine
+from dataset_kit.batch import ExampleBatch
+from dataset_kit.engine import Engine, ExecutorSpec
 from dataset_kit.io._engine_iter import LAST_BATCH_HANDLE, EngineDataIter
-from dataset_kit.io._inputs import to_numpy
+from dataset_kit.io._inputs import as_column
+from dataset_kit.io.csr import make_csr
 from dataset_kit.io.data_iter import DataDesc
 
 # How this class counts DataBatch.pad under each policy (MXNet's NDArrayIter).
 _PAD_RULES = {"pad": "padding", "discard": "padding", "roll_over": "rolled"}
 
 
-def named_arrays(data: Any, default_name: str, allow_empty: bool) -> list[tuple[str, np.ndarray]]:
+def named_arrays(data: Any, default_name: str, allow_empty: bool) -> list[tuple[str, Any]]:
     """MXNet's naming: one array keeps ``default_name``; a list gets ``_k_<name>``; a dict its keys.
+
+    Each array as :func:`~dataset_kit.io._inputs.as_column` makes it.
 
     Raises:
         ValueError: if ``data`` is empty and that is not allowed.
         TypeError: if ``data`` is not an array, a list or a dict of arrays.
-        NotImplementedError: if an array is sparse.
+        NotImplementedError: if an array is sparse but not CSR.
     """
     if data is None:
         items: list = []
     elif isinstance(data, dict):
         items = sorted(data.items())
     elif isinstance(data, (list, tuple)):
-        items = [(f"_{k}_{default_name}", d) for k, d in enumerate(data)]
+        # MXNet: a list of one array keeps the plain name.
+        items = [(default_name, data[0])] if len(data) == 1 else \
+            [(f"_{k}_{default_name}", d) for k, d in enumerate(data)]
     elif hasattr(data, "__len__"):
         items = [(default_name, data)]
     else:
@@ -56,7 +65,26 @@ def named_arrays(data: Any, default_name: str, allow_empty: bool) -> list[tuple[
                         f"{type(data).__name__}")
     if not items and not allow_empty:
         raise ValueError(f"{default_name} must not be empty")
-    return [(name, to_numpy(d, name)) for name, d in items]
+    return [(name, as_column(d, name)) for name, d in items]
+
+
+def _rows(column: Any, indices: np.ndarray) -> Any:
+    if isinstance(column, np.ndarray):
+        return column[indices]
+    rows = column[indices]  # a scipy CSR matrix: its rows, as CSR
+    return make_csr(rows.data, rows.indices, rows.indptr, rows.shape)
+
+
+class _Gather:
+    """The converter: a batch of example indices to one gather per column (CSR stays CSR)."""
+
+    def __init__(self, columns: list) -> None:
+        self.columns = columns
+
+    def __call__(self, batch: Any) -> tuple:
+        indices = np.asarray(batch.columns if isinstance(batch, ExampleBatch) else batch,
+                             dtype=np.int64)
+        return tuple(_rows(column, indices) for column in self.columns)
 
 
 class NDArrayIter(EngineDataIter):
@@ -64,7 +92,9 @@ class NDArrayIter(EngineDataIter):
 
     Args:
         data: an array, a list of arrays or a dict of arrays (by name); numpy
-            arrays, MXNet NDArrays or anything ``numpy.asarray`` takes.
+            arrays, MXNet NDArrays, scipy CSR matrices, MXNet CSR arrays or
+            anything ``numpy.asarray`` takes. As in MXNet, numpy arrays and
+            lists become float32; NDArrays and h5py datasets keep their dtype.
         label: likewise, or None.
         batch_size: examples per batch.
         shuffle: shuffle every epoch (seeded by ``seed``; MXNet used numpy's global RNG).
@@ -77,8 +107,8 @@ class NDArrayIter(EngineDataIter):
     Raises:
         ValueError: for an unknown ``last_batch_handle``, empty data, arrays
             of different lengths, or a layout whose batch axis is not first.
-        NotImplementedError: for sparse arrays (MXNet takes CSR only with
-            ``'discard'``; dataset_kit not at all).
+        NotImplementedError: for a CSR matrix without ``'discard'``, or a
+            sparse array that is not CSR (as MXNet).
     """
 
     def __init__(self, data: Any, label: Any = None, batch_size: int = 1, shuffle: bool = False,
@@ -93,18 +123,24 @@ class NDArrayIter(EngineDataIter):
             raise ValueError(f"layout must have its batch axis N first, got {layout!r}")
         self.data = named_arrays(data, data_name, allow_empty=False)
         self.label = named_arrays(label, label_name, allow_empty=True)
-        lengths = {name: len(a) for name, a in self.data + self.label}
+        if last_batch_handle != "discard" and any(
+                not isinstance(a, np.ndarray) for _, a in self.data + self.label):
+            raise NotImplementedError("NDArrayIter only supports CSR matrices with "
+                                      "last_batch_handle set to 'discard' (as MXNet)")
+        lengths = {name: a.shape[0] for name, a in self.data + self.label}
         if len(set(lengths.values())) > 1:
             raise ValueError(f"data and label arrays must have the same length, got {lengths}")
         policy, pad_rule = LAST_BATCH_HANDLE[last_batch_handle], _PAD_RULES[last_batch_handle]
         self.last_batch_handle, self.shuffle = last_batch_handle, bool(shuffle)
         arrays = [a for _, a in self.data + self.label]
-        engine = Engine(TupleDataset(*arrays), batch_size=batch_size, shuffle=self.shuffle,
-                        seed=seed, last_batch=policy)
+        self.num_data = arrays[0].shape[0]
+        # The examples are their indices; the converter gathers each column once per batch.
+        engine = Engine(np.arange(self.num_data), batch_size=batch_size, shuffle=self.shuffle,
+                        seed=seed, last_batch=policy,
+                        executor=ExecutorSpec(converter=_Gather(arrays)))
         descs = [[DataDesc(name, a.shape[1:], a.dtype, layout) for name, a in part]
                  for part in (self.data, self.label)]
         super().__init__(engine, descs[0], descs[1], pad_rule, with_index=False)
-        self.num_data = len(arrays[0])
 
     @property
     def idx(self) -> np.ndarray:

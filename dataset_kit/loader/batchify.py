@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from dataset_kit._mxnet_arrays import mxnet_in_use, ndarray_from
 from dataset_kit.batch import ExampleBatch
 
 
@@ -42,8 +42,8 @@ def default_batchify_fn(data: Sequence[Any]) -> Any:
 
 def _mxnet_of(example: Any) -> Any:
     """MXNet, if ``example`` holds an NDArray (then it is imported already), else None."""
-    mx = sys.modules.get("mxnet")
-    if mx is None or not hasattr(mx, "nd"):
+    mx = mxnet_in_use()
+    if mx is None:
         return None
     if isinstance(example, tuple):
         return mx if any(_mxnet_of(field) is not None for field in example) else None
@@ -57,8 +57,7 @@ def _batchify_ndarrays(data: Sequence[Any], mx: Any) -> Any:
         return mx.np.stack(data) if numpy_mode else mx.nd.stack(*data)
     if isinstance(data[0], tuple):
         return [_batchify_ndarrays(list(field), mx) for field in zip(*data)]
-    array = np.asarray(data)
-    return (mx.np.array if numpy_mode else mx.nd.array)(array, dtype=array.dtype)
+    return ndarray_from(mx, np.asarray(data))
 
 
 class Stack:

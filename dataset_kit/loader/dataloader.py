@@ -15,7 +15,11 @@ Gluon                                  engine
 ``start_method`` (not in Gluon)        the worker processes' start method
 ``auto_reload=True``                   ``Engine.prefetch()`` now and across epoch ends
 ``auto_reload=False`` (the default)    ``hold_between_epochs``: built when ``iter()`` asks
-``pin_memory``, ``device``             :func:`~dataset_kit.to_device` on delivery
+``try_nopython``                       accepted, no effect (no C++ pipeline here)
+batches of numpy data                  ``mx.nd.NDArray`` when MXNet is in use, else
+                                       :class:`~dataset_kit.io.MXArray` views (on delivery)
+``pin_memory`` (MXNet in use)          NDArrays in ``mx.cpu_pinned(pin_device_id)``
+``device`` (not in Gluon)              :func:`~dataset_kit.to_device` on delivery
 one ``iter()``                         batches up to the one that ends an epoch
 an epoch without a full batch          ``skip_empty_epoch()``: nothing
 =====================================  ===============================================
@@ -29,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from dataset_kit._checks import non_negative_int
+from dataset_kit._mxnet_arrays import mxnet_outputs
 from dataset_kit.convert import to_device
 from dataset_kit.engine import Engine, ExecutorSpec, states
 from dataset_kit.loader.batchify import default_batchify_fn
@@ -68,15 +73,19 @@ class DataLoader:
             :func:`~dataset_kit.loader.default_batchify_fn` when None.
         num_workers: worker processes (threads with ``thread_pool``); 0 builds
             batches in the calling thread. Negative counts as 0, as in Gluon.
-        pin_memory: pin host memory before copying to a CUDA ``device``.
-        pin_device_id: accepted for Gluon compatibility (the device decides).
+        pin_memory: with MXNet in use, batches in ``mx.cpu_pinned(pin_device_id)``
+            (Gluon's); with a CUDA ``device``, pin host memory before the copy.
+        pin_device_id: the pinned memory's device id (Gluon's).
         prefetch: batches requested ahead; ``2 * num_workers`` when None.
         thread_pool: use threads instead of processes.
         timeout: seconds a worker may stay silent while its batch is awaited
             before a :class:`~dataset_kit.iterators.BatchTimeoutError`
             (workers only; Gluon's default, 120).
         seed: seeds the shuffle and :func:`~dataset_kit.example_rng`.
-        device: None for numpy batches, or a PyTorch device for tensors.
+        device: None for Gluon's batches (``mx.nd.NDArray`` when MXNet is in
+            use, else :class:`~dataset_kit.io.MXArray`: numpy arrays with
+            NDArray's ``asnumpy()``, ``context``...); ``'@numpy'`` for plain
+            numpy arrays; or a PyTorch device for tensors.
         start_method: ``"fork"``, ``"forkserver"`` or ``"spawn"`` for the
             worker processes; None for the platform's default (fork where
             available). Not in Gluon.
@@ -84,6 +93,11 @@ class DataLoader:
             and the next epoch's as soon as an epoch ends; False (Gluon 1.9.1's
             default in its code, though its docstring says True) builds
             nothing until ``iter()`` asks for an epoch.
+        try_nopython: None, True or False, accepted for Gluon (2.0's
+            signature) and without effect: Gluon tries to compile the
+            pipeline into its C++ loader with it; dataset_kit has no such
+            loader and always runs the Python dataset and batchify function
+            (Gluon's fallback), so True is not an error here either.
 
     With ``last_batch='discard'`` or ``'rollover'`` an epoch may hold no full
     batch (``batch_size`` larger than the dataset): ``iter()`` then yields
@@ -101,7 +115,7 @@ class DataLoader:
                  pin_memory: bool = False, pin_device_id: int = 0, prefetch: int | None = None,
                  thread_pool: bool = False, timeout: float = 120, seed: int | None = None,
                  device: Any = None, auto_reload: bool = False,
-                 start_method: str | None = None) -> None:
+                 start_method: str | None = None, try_nopython: bool | None = None) -> None:
         if batch_sampler is None:
             if batch_size is None:
                 raise ValueError("batch_size must be specified unless batch_sampler is specified")
@@ -135,12 +149,15 @@ class DataLoader:
         order = None if sampler is None else \
             sampler if isinstance(sampler, BatchListOrder) else as_order_sampler(sampler)
         self._own_batches = order if isinstance(order, BatchListOrder) else None
+        if try_nopython is not None and not isinstance(try_nopython, (bool, np.bool_)):
+            raise TypeError(f"try_nopython must be None, True or False, got {try_nopython!r}")
         if not isinstance(auto_reload, (bool, np.bool_)):
             raise TypeError(f"auto_reload must be True or False, got {auto_reload!r}")
         self._engine = Engine(dataset, batch_size=batch_size, shuffle=None if order else shuffle,
                               order_sampler=order, seed=seed, last_batch=LAST_BATCH[last_batch],
                               executor=executor, hold_between_epochs=not auto_reload)
         self._device, self._pin_memory = device, bool(pin_memory)
+        self._pin_device_id = non_negative_int("pin_device_id", pin_device_id)
         to_device(device, None)  # a bad or unavailable device fails here, not mid-epoch
         self.auto_reload = bool(auto_reload)
         if self.auto_reload:
@@ -153,7 +170,10 @@ class DataLoader:
     def __iter__(self) -> Iterator[Any]:
         engine = self._engine
         for batch in engine.epoch():  # an epoch without a (full) batch yields nothing, as in Gluon
-            yield to_device(self._device, batch, self._pin_memory)
+            if self._device is None:  # Gluon's arrays: converted here, in the main process
+                yield mxnet_outputs(batch, self._pin_device_id if self._pin_memory else None)
+            else:
+                yield to_device(self._device, batch, self._pin_memory)
 
     def __len__(self) -> int:
         """Batches in the current epoch (rolled-over examples included)."""

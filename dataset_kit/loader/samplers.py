@@ -106,7 +106,8 @@ class IntervalSampler(Sampler):
     appears once (``length=10, interval=3``: 0 3 6 9 1 4 7 2 5 8).
 
     Raises:
-        ValueError: if ``interval`` is not positive or not below ``length``.
+        ValueError: if ``interval`` is not positive or exceeds ``length``
+            (MXNet 1.9.1 allows ``interval == length``: the indices in order).
     """
 
     state_kind = "gluon-interval"
@@ -114,10 +115,10 @@ class IntervalSampler(Sampler):
     def __init__(self, length: int, interval: int, rollover: bool = True) -> None:
         self._length = non_negative_int("length", length)
         self._interval = positive_int("interval", interval)
-        if self._interval >= max(self._length, 1):
+        if self._interval > self._length:
             raise ValueError(
-                f"interval must be smaller than length, got interval={interval} and "
-                f"length={length}")
+                f"interval must be smaller than or equal to length, got interval={interval} "
+                f"and length={length}")
         self._rollover = bool(rollover)
 
     def indices(self, epoch: int) -> np.ndarray:

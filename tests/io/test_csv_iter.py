@@ -1,6 +1,7 @@
 """CSVIter's file errors and missing values (the batching itself is in test_io.py)."""
 
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -49,3 +50,13 @@ def test_getdata_and_getlabel_return_the_arrays_not_lists(tmp_path):
     assert isinstance(it.getdata(), np.ndarray) and it.getdata().dtype == np.int32
     assert it.getdata().tolist() == [[1, 2], [3, 4]] == batch.data[0].tolist()
     assert it.getlabel().tolist() == [7.0, 8.0] == batch.label[0].tolist()
+
+
+def test_data_name_and_label_name_name_the_inputs_as_in_mxnet(tmp_path):
+    data, label = tmp_path / "d.csv", tmp_path / "l.csv"
+    data.write_text("1,2\n3,4\n")
+    label.write_text("7\n8\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        it = CSVIter(str(data), (2,), str(label), batch_size=2, data_name="x", label_name="y")
+    assert [d.name for d in it.provide_data + it.provide_label] == ["x", "y"]

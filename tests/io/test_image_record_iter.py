@@ -179,3 +179,20 @@ def test_resize_crop_and_normalise_give_opencvs_pixels_as_mxnet_does(rec):
         want = (chw - np.float32(mean).reshape(3, 1, 1)) * (
             1.0 / np.float32(std).reshape(3, 1, 1))
         np.testing.assert_allclose(got[k], want, rtol=0, atol=1e-5)
+
+
+def test_an_empty_path_imgidx_means_no_index_as_in_mxnet(rec, tmp_path):
+    alone = tmp_path / "alone.rec"  # no .idx beside it: the records are scanned
+    alone.write_bytes(open(rec, "rb").read())
+    for path in (rec, str(alone)):
+        it = ImageRecordIter(path_imgrec=path, path_imgidx="", data_shape=(3, 8, 8),
+                             batch_size=N, preprocess_threads=0)
+        assert sorted(next(it).label[0].tolist()) == list(range(N))
+
+
+def test_data_name_and_label_name_name_the_inputs_as_in_mxnet(rec):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # named, not ignored with a warning
+        it = ImageRecordIter(path_imgrec=rec, data_shape=(3, 8, 8), batch_size=2,
+                             preprocess_threads=0, data_name="x", label_name="y")
+    assert [d.name for d in it.provide_data + it.provide_label] == ["x", "y"]

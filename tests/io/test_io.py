@@ -1,12 +1,13 @@
 """MXNet's DataIters: expected values as MXNet 1.9.1 gives them, resume, errors."""
 
 import json
+import pickle
 import sys
 
 import numpy as np
 import pytest
 
-from dataset_kit.io import CSVIter, DataBatch, NDArrayIter, PrefetchingIter, ResizeIter
+from dataset_kit.io import CSVIter, DataBatch, DataDesc, NDArrayIter, PrefetchingIter, ResizeIter
 
 # What MXNet 1.9.1 prints for NDArrayIter(arange(10), batch_size=3), three epochs with reset().
 NDARRAY_EXPECTED = {
@@ -155,3 +156,22 @@ def test_resize_and_prefetching_iters_combine_and_resume(csv_files):
     assert [d.name for d in both.provide_data] == ["first", "second"]
     assert [[d.tolist() for d in b.data] for b in both] == [[[0, 1], [0, 10]],
                                                             [[2, 3], [20, 30]]]
+
+
+def test_data_desc_is_mxnets_name_shape_pair_carrying_dtype_and_layout():
+    it = NDArrayIter({"x": np.zeros((4, 2))}, np.zeros(4), batch_size=2)
+    pairs = [(name, shape) for name, shape in it.provide_data + it.provide_label]
+    assert pairs == [("x", (2, 2)), ("softmax_label", (2,))]
+    desc = DataDesc("x", (2, 3), np.uint8, "NHWC")
+    assert len(desc) == 2 and desc == ("x", (2, 3))
+    assert (desc.dtype, desc.layout) == (np.uint8, "NHWC")
+    assert repr(desc) == f"DataDesc[x,(2, 3),{np.uint8},NHWC]"
+    for copy in (pickle.loads(pickle.dumps(desc)), desc._replace(name="y")):
+        assert (copy.dtype, copy.layout) == (np.uint8, "NHWC")
+    assert DataDesc.get_list([("a", (1,))], [("a", np.int32)])[0].dtype == np.int32
+
+
+def test_prefetching_iter_renames_keep_dtype_and_layout():
+    inner = NDArrayIter({"x": np.zeros((4, 2))}, batch_size=2, layout="NC")
+    renamed = PrefetchingIter(inner, rename_data=[{"x": "y"}]).provide_data[0]
+    assert (renamed.name, renamed.dtype, renamed.layout) == ("y", np.float32, "NC")

@@ -1,5 +1,7 @@
 """LibSVMIter: sparse batches, MXNet's round batch, labels, errors."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -58,3 +60,11 @@ def test_shapes_mxnet_refuses_are_its_error(files):
         LibSVMIter(data_libsvm=files[0], data_shape=(3, 1))
     with pytest.raises(MXNetError, match="label_shape is not expected to be"):
         LibSVMIter(data_libsvm=files[0], label_libsvm=files[1], data_shape=(3,))
+
+
+def test_data_name_and_label_name_name_the_inputs_as_in_mxnet(files):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # named, not ignored with a warning
+        it = LibSVMIter(data_libsvm=files[0], data_shape=(3,), batch_size=3, data_name="x",
+                        label_name="y")
+    assert [d.name for d in it.provide_data + it.provide_label] == ["x", "y"]

@@ -1,6 +1,7 @@
 """MNISTIter: MXNet's parameters, outputs and once-only shuffle."""
 
 import gzip
+import warnings
 
 import numpy as np
 import pytest
@@ -61,3 +62,12 @@ def test_a_file_that_is_not_mnist_is_mxnets_error(tmp_path, mnist):
     bad.write_bytes(b"\x00\x00\x08\x01" + b"\x00" * 8)
     with pytest.raises(MXNetError, match="invalid mnist format.*bad"):
         MNISTIter(image=str(bad), label=mnist[1])
+
+
+def test_data_name_and_label_name_name_the_inputs_as_in_mxnet(mnist):
+    image, label, _ = mnist
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # named, not ignored with a warning
+        it = MNISTIter(image=image, label=label, batch_size=3, silent=True, data_name="x",
+                       label_name="y")
+    assert [d.name for d in it.provide_data + it.provide_label] == ["x", "y"]

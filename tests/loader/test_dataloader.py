@@ -278,6 +278,14 @@ def test_auto_reload_must_be_a_bool():
         DataLoader(ArrayDataset(np.arange(4)), 2, auto_reload="yes")
 
 
+@pytest.mark.parametrize("try_nopython", [None, True, False])
+def test_try_nopython_is_accepted_and_changes_nothing(try_nopython):
+    loader = DataLoader(ArrayDataset(np.arange(4)), 2, try_nopython=try_nopython)
+    assert [b.tolist() for b in loader] == [[0, 1], [2, 3]]
+    with pytest.raises(TypeError, match="try_nopython must be None, True or False, got 'x'"):
+        DataLoader(ArrayDataset(np.arange(4)), 2, try_nopython="x")
+
+
 def test_a_rolled_over_tail_longer_than_an_epoch_of_a_stateful_sampler_is_not_checkpointed():
     class Reversed:  # a user's sampler: an iterable, asked once per epoch
         def __iter__(self):

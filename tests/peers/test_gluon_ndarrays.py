@@ -90,7 +90,8 @@ def test_a_numpy_batch_never_imports_mxnet():
     code = ("import numpy as np, sys; from dataset_kit import loader; "
             "out = loader.default_batchify_fn([(np.ones(2), 1), (np.zeros(2), 2)]); "
             "batch = next(iter(loader.DataLoader(loader.ArrayDataset(np.arange(6)), 4))); "
-            "assert type(out[0]) is np.ndarray and type(batch) is np.ndarray; "
+            "from dataset_kit.io import MXArray; "
+            "assert type(out[0]) is np.ndarray and type(batch) is MXArray; "
             "assert 'mxnet' not in sys.modules, 'mxnet was imported'")
     result = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=ROOT),
                             capture_output=True, text=True, timeout=120)

@@ -43,18 +43,18 @@ def _encode(array, fmt):
 @pytest.mark.parametrize("to_rgb", [True, False])
 def test_png_decodes_exactly_as_mxnet(to_rgb):
     data = _encode(_picture(), "PNG")
-    assert np.array_equal(dk.imdecode(data, to_rgb=to_rgb),
+    assert np.array_equal(dk.imdecode(data, to_rgb=to_rgb).asnumpy(),
                           mx.image.imdecode(data, to_rgb=to_rgb).asnumpy())
 
 
 def test_png_grey_within_one_and_jpeg_within_two_levels():
     png = _encode(_picture(), "PNG")
     # OpenCV's fixed-point RGB-to-grey and ours (float BT.601) round differently.
-    grey = dk.imdecode(png, flag=0).astype(int) - mx.image.imdecode(png, flag=0).asnumpy()
+    grey = dk.imdecode(png, flag=0).asnumpy().astype(int) - mx.image.imdecode(png, flag=0).asnumpy()
     assert np.abs(grey).max() <= 1
     jpeg = _encode(_picture(), "JPEG")
     # libjpeg-turbo (simplejpeg, Pillow) against MXNet's libjpeg: IDCT and upsampling rounding.
-    diff = dk.imdecode(jpeg).astype(int) - mx.image.imdecode(jpeg).asnumpy()
+    diff = dk.imdecode(jpeg).asnumpy().astype(int) - mx.image.imdecode(jpeg).asnumpy()
     assert np.abs(diff).max() <= 2 and np.abs(diff).mean() < 0.5
 
 
@@ -170,7 +170,19 @@ def test_image_iter_batches_match_mxnets(image_files, source, last_batch_handle)
         assert len(mine) == len(their)
         for a, b in zip(mine, their):
             assert a.pad == b.pad
-            assert np.array_equal(a.data[0], b.data[0].asnumpy())
-            assert np.array_equal(a.label[0], b.label[0].asnumpy())
+            assert np.array_equal(a.data[0].asnumpy(), b.data[0].asnumpy())
+            assert np.array_equal(a.label[0].asnumpy(), b.label[0].asnumpy())
         ours.reset()
         theirs.reset()
+
+
+@pytest.mark.parametrize("zoom_in, zoom_out", [(False, False), (True, False), (False, True)])
+@pytest.mark.parametrize("shape", [(3, 30, 60), (2, 3, 17, 11)])
+def test_imrotate_equals_mxnets(shape, zoom_in, zoom_out):
+    src = np.random.default_rng(0).uniform(0, 1, shape).astype(np.float32)
+    angles = [6, -33.3, 90, 0.5] if len(shape) == 3 else [mx.nd.array([12, -70])]
+    for angle in angles:
+        theirs = mx.image.imrotate(mx.nd.array(src), angle, zoom_in=zoom_in, zoom_out=zoom_out)
+        ours = dk.imrotate(mx.nd.array(src), angle, zoom_in=zoom_in, zoom_out=zoom_out)
+        assert isinstance(ours, mx.nd.NDArray)
+        np.testing.assert_allclose(ours.asnumpy(), theirs.asnumpy(), atol=1e-5)

@@ -15,20 +15,12 @@ mx = pytest.importorskip("mxnet", reason="MXNet 1.9.1 is not installed here (CI 
 from dataset_kit import io, loader  # noqa: E402
 
 
-def mx_batches(it, epochs):
+def batches(it, epochs):
+    """The batches of each epoch, read as MXNet code reads them (ours are NDArrays too)."""
     out = []
     for _ in range(epochs):
         out.append([([d.asnumpy().tolist() for d in b.data],
                      [x.asnumpy().tolist() for x in (b.label or [])], b.pad) for b in it])
-        it.reset()
-    return out
-
-
-def our_batches(it, epochs):
-    out = []
-    for _ in range(epochs):
-        out.append([([d.tolist() for d in b.data], [x.tolist() for x in (b.label or [])], b.pad)
-                    for b in it])
         it.reset()
     return out
 
@@ -40,7 +32,7 @@ def test_ndarray_iter_equals_mxnets(handle, n, batch):
     label = np.arange(n, dtype=np.float32)
     theirs = mx.io.NDArrayIter(data, label, batch_size=batch, last_batch_handle=handle)
     ours = io.NDArrayIter(data, label, batch_size=batch, last_batch_handle=handle)
-    assert our_batches(ours, 4) == mx_batches(theirs, 4)
+    assert batches(ours, 4) == batches(theirs, 4)
     assert [tuple(d.shape) for d in ours.provide_data] == \
         [tuple(d.shape) for d in theirs.provide_data]
 
@@ -61,8 +53,8 @@ def test_csv_iter_equals_mxnets(tmp_path, round_batch, n, batch):
         for a, b in zip(got, want):
             assert a.pad == b.pad
             keep = batch - a.pad if not round_batch else batch  # MXNet's pad rows are stale
-            assert a.data[0][:keep].tolist() == b.data[0].asnumpy()[:keep].tolist()
-            assert a.label[0][:keep].tolist() == b.label[0].asnumpy()[:keep].tolist()
+            assert a.data[0].asnumpy()[:keep].tolist() == b.data[0].asnumpy()[:keep].tolist()
+            assert a.label[0].asnumpy()[:keep].tolist() == b.label[0].asnumpy()[:keep].tolist()
             assert a.index[:keep].tolist() == b.index[:keep].tolist()
         ours.reset()
         theirs.reset()
@@ -78,4 +70,14 @@ def test_dataloader_equals_gluons(last_batch):
     for _ in range(3):
         assert len(ours) == len(theirs)
         want = [[f.asnumpy().tolist() for f in b] for b in theirs]
-        assert [[f.tolist() for f in b] for b in ours] == want
+        got = list(ours)
+        assert all(isinstance(f, mx.nd.NDArray) for b in got for f in b)
+        assert [[f.asnumpy().tolist() for f in b] for b in got] == want
+
+
+def test_ndarray_batches_leave_a_users_array_writeable():
+    x = np.arange(8, dtype=np.float32).reshape(4, 2)
+    batch = next(iter(loader.DataLoader(loader.ArrayDataset(x), 4, batchify_fn=lambda _: x)))
+    assert isinstance(batch, mx.nd.NDArray) and x.flags.writeable  # copied, not taken over
+    ours = next(io.NDArrayIter(x, batch_size=2))  # a batch just gathered: taken over
+    assert isinstance(ours.data[0], mx.nd.NDArray) and x.flags.writeable
