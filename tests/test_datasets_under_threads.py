@@ -33,6 +33,11 @@ NOT_BUILT = {
         "NNabla's abstract base: every concrete source is built",
     "dataset_kit.tabular.tabular_dataset.TabularDataset":
         "Chainer's abstract base: from_data and every operation's class are built",
+    "dataset_kit.datasets.columnar.ColumnarDataset":
+        "the row-group base: ParquetDataset and from_hf's ArrowDataset are built",
+    "dataset_kit.torch._stream.Streams":
+        "not random access: each worker reads its IterableDataset's stream in order, and the "
+        "torch door never hands it to the thread executor",
 }
 
 
@@ -227,10 +232,40 @@ BUILDERS = {
     "dataset_kit.tabular.from_data._RowIndex":
         lambda p: dataset_kit.tabular.from_data(("f", lambda i: i * i), size=12),
     "dataset_kit.torch._fetch.Fetch": lambda p: _fetch(),
+    "dataset_kit.datasets.parquet.ParquetDataset": lambda p: _parquet(p),
+    "dataset_kit.datasets.hf.ArrowDataset": lambda p: _arrow(p),
+    "dataset_kit.datasets.mixture.Mixture": lambda p: _mixture(p),
+    "dataset_kit.datasets.packing.PackedDataset": lambda p: _packed(p),
 }
 
 
+def _parquet(tmp_path):
+    pytest.importorskip("pyarrow", reason="Parquet files need pyarrow (the parquet extra)")
+    from tests.datasets.parquet_files import write
+    write(tmp_path / "a.parquet", [4, 0, 3])
+    write(tmp_path / "b.parquet", [5], start=7)
+    return _d("ParquetDataset")(str(tmp_path))
+
+
+def _arrow(tmp_path):
+    hf = pytest.importorskip("datasets", reason="from_hf needs Hugging Face datasets (hf extra)")
+    table = hf.Dataset.from_dict({"x": [[float(i), i + 0.5] for i in range(13)],
+                                  "y": list(range(13))})
+    return _d("from_hf")(table)
+
+
+def _mixture(tmp_path):
+    a, b = _d("TupleDataset")(*_arrays()), _d("TupleDataset")(*(x + 100 for x in _arrays()))
+    return _d("mix")([a, b], [0.3, 0.7], seed=5)
+
+
+def _packed(tmp_path):
+    docs = [{"tokens": np.arange(1 + i % 5, dtype=np.int32) + 10 * i} for i in range(20)]
+    return _d("pack")(docs, 6, method="first_fit", num_bins=3)
+
+
 def _fetch():
+    pytest.importorskip("torch", reason="the torch door needs PyTorch (the torch extra)")
     from dataset_kit.torch._fetch import Fetch
     return Fetch(_d("TupleDataset")(*_arrays()))
 
