@@ -37,6 +37,7 @@ from dataset_kit.engine._statemachine import LAST_BATCH, BatchPlan, LastBatch, P
 from dataset_kit.engine._window import EngineStatistics
 from dataset_kit.engine.errors import (
     BatchTimeoutError,
+    ResumeMismatchError,
     SamplerMismatchError,
     TimeoutWarning,
     WorkerDiedError,
@@ -82,6 +83,7 @@ __all__ = [
     "OrderSamplerLike",
     "Position",
     "RandomAccessOrder",
+    "ResumeMismatchError",
     "SamplerMismatchError",
     "ShuffleOrderSampler",
     "StatefulSampler",

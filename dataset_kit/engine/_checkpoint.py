@@ -45,6 +45,7 @@ import numpy as np
 
 from dataset_kit.engine._spec import BatchSpec
 from dataset_kit.engine._statemachine import Position
+from dataset_kit.engine.errors import ResumeMismatchError
 
 STATE_FORMAT = "dataset_kit.state"
 STATE_VERSION = 3
@@ -98,10 +99,13 @@ def read_state(state: Any, spec: BatchSpec, dataset_length: int) -> dict:
                       ("repeat", spec.repeat), ("epoch_size", spec.epoch_size),
                       ("last_batch", spec.last_batch)):
         if not same(state.get(key, MISSING), mine):
-            raise ValueError(
-                f"state was saved with {key}={short(state.get(key, MISSING))}, but this "
-                f"iterator has {key}={mine!r}"
-            )
+            message = (f"state was saved with {key}={short(state.get(key, MISSING))}, but this "
+                       f"iterator has {key}={mine!r}")
+            if key in ("dataset_length", "epoch_size") and key in state:
+                # Another dataset (or another sampler's epoch): a refused resume.
+                raise ResumeMismatchError(
+                    message, cause="dataset length" if key == "dataset_length" else "sampler")
+            raise ValueError(message)
     n = spec.epoch_size
     invalid = "state has an invalid position: "
     epoch = index_field(state, "epoch", 0, _INT64_END, prefix=invalid)
