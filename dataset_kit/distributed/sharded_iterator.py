@@ -292,8 +292,11 @@ class ShardedIterator(ChainerIterator):
             previous_epoch_detail=position.previous_epoch_detail, ranks=self.comm.size,
             batch_size=self.batch_size)
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict, strict: bool = True) -> None:
         """Continue from a global state saved on any number of ranks.
+
+        The global state carries no ledger (each rank's ledger is its own);
+        ``strict`` is accepted for the doors' one signature.
 
         The rest of the saved epoch's global order is cut among this
         iterator's ranks (``last_batch`` applies to what remains); later

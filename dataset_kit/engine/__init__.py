@@ -38,11 +38,13 @@ from dataset_kit.engine._window import EngineStatistics
 from dataset_kit.engine.errors import (
     BatchTimeoutError,
     ResumeMismatchError,
+    ResumeMismatchWarning,
     SamplerMismatchError,
     TimeoutWarning,
     WorkerDiedError,
     WorkerError,
 )
+from dataset_kit.engine.ledger import Ledger
 from dataset_kit.engine.protocols import (
     BatchDataset,
     BatchStops,
@@ -77,6 +79,7 @@ __all__ = [
     "ExecutorSpec",
     "IterableOrder",
     "LastBatch",
+    "Ledger",
     "MapDataset",
     "OffsetOrder",
     "OrderSampler",
@@ -84,6 +87,7 @@ __all__ = [
     "Position",
     "RandomAccessOrder",
     "ResumeMismatchError",
+    "ResumeMismatchWarning",
     "SamplerMismatchError",
     "ShuffleOrderSampler",
     "StatefulSampler",

@@ -89,6 +89,15 @@ def _rebuild_mismatch(cls: type, args: tuple, cause: str) -> ResumeMismatchError
     return cls(*args, cause=cause)
 
 
+class ResumeMismatchWarning(UserWarning):
+    """A resume that is not checked or not exact, loaded anyway.
+
+    Warned by ``load_state_dict(state, strict=False)`` instead of a
+    :class:`ResumeMismatchError` (the message says what changed), and once
+    per load of a state saved before states carried a ledger.
+    """
+
+
 class SamplerMismatchError(ResumeMismatchError):
     """A state was saved with another kind of order sampler than this iterator's."""
 

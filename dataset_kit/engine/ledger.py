@@ -18,6 +18,7 @@ order, another seed, a skipped or repeated example), not adversaries.
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,7 @@ import numpy as np
 __all__ = ["CHAIN_START", "Ledger", "extend_chain"]
 
 _MASK = (1 << 64) - 1
+_HEX16 = re.compile(r"[0-9a-f]{16}")
 _BASE = 0x100000001B3  # FNV's 64-bit prime: odd, so multiplication by it is a bijection
 _BLOCK = 1 << 16
 #: The chain of no ids.
@@ -124,12 +126,15 @@ class Ledger:
             counts[key] = value
         chain = state.get("chain")
         try:
-            if not isinstance(chain, str) or len(chain) != 16:
+            # 16 lower-case hex digits only (int() would take "0x", "_", "+", spaces).
+            if not (isinstance(chain, str) and _HEX16.fullmatch(chain)):
                 raise ValueError
             chain_value = int(chain, 16)
         except ValueError:
             raise ValueError(f"{where}['chain'] must be 16 hex digits, got {chain!r}") from None
-        fingerprint = state.get("fingerprint")
+        if "fingerprint" not in state:
+            raise ValueError(f"{where}['fingerprint'] is missing (None when the data has none)")
+        fingerprint = state["fingerprint"]
         if fingerprint is not None and not isinstance(fingerprint, str):
             raise ValueError(f"{where}['fingerprint'] must be a string or None, got "
                              f"{fingerprint!r}")

@@ -46,6 +46,7 @@ from dataset_kit.engine import (
     BatchTimeoutError,
     Engine,
     ExecutorSpec,
+    Ledger,
     WorkerDiedError,
     WorkerError,
     states,
@@ -288,22 +289,39 @@ class DataLoader(Generic[_T_co]):
         return states.wrap_state("torch", self._engine.state_dict(),
                                  torch=self._order.state_after(self._engine.position.epoch))
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict, strict: bool = True) -> None:
         """Resume from :meth:`state_dict`: the next ``iter()`` continues the saved epoch.
 
         The generators (the loader's and its samplers') and a sampler with
         ``load_state_dict`` are restored to where the saved loader had them.
 
+        Args:
+            state: the state.
+            strict: refuse a state whose ledger does not fit this iterator's
+                data and orders (:class:`~dataset_kit.engine.ResumeMismatchError`,
+                naming the cause); False warns instead and loads it.
+
         Raises:
+            ResumeMismatchError: (``strict``) if the state's ledger does not fit.
             ValueError: if the state is not a loader state (or another door's),
                 or was saved for another dataset length, batching or sampler;
                 the loader is then unchanged.
         """
         engine, fields = states.unwrap_state(state, "torch", {"torch": states.anything()})
         decoded = self._order.check_state(fields["torch"])
-        self._engine.load_state_dict(engine)
+        self._engine.load_state_dict(engine, strict=strict)
+
         self._order.load(self._engine.position.epoch, fields["torch"], decoded)
         self._resuming = True
+
+    def ledger(self) -> Ledger:
+        """Return what has been consumed: counts, the chain of the ids, the data's identity.
+
+        Log it beside the model's step; two runs that logged the same ledger
+        consumed the same examples in the same order
+        (:meth:`dataset_kit.engine.Engine.ledger`).
+        """
+        return self._engine.ledger()
 
     def close(self) -> None:
         """Stop the workers and free their shared memory. Idempotent."""
