@@ -75,6 +75,9 @@ class Engine:
         hold_between_epochs: prefetch no batch of an epoch before the caller
             asks for one (Gluon's ``auto_reload=False``); by default a
             prefetching executor works on across epoch ends.
+        identity: the object whose ``fingerprint`` names the data in the
+            ledger, when ``dataset`` wraps it (a door's fetching wrapper);
+            None: the dataset itself.
 
     Raises:
         TypeError: if ``batch_size`` or ``seed`` is not an integer, or
@@ -88,7 +91,7 @@ class Engine:
                  shuffle: bool | None = None, order_sampler: Any = None,
                  seed: int | None = None, last_batch: str | LastBatch | None = None,
                  executor: Executor | ExecutorSpec | None = None,
-                 hold_between_epochs: bool = False) -> None:
+                 hold_between_epochs: bool = False, identity: Any = None) -> None:
         if batch_size is not None or not isinstance(order_sampler, BatchStops):
             positive_int("batch_size", batch_size)
         if shuffle is not None and order_sampler is not None:
@@ -127,7 +130,7 @@ class Engine:
         # that builds each batch when asked; None while there are none. While
         # there is a run the window is empty and plans from the position.
         self._run: PlainRun | None = None
-        self._fingerprint = dataset_fingerprint(dataset)
+        self._fingerprint = dataset_fingerprint(dataset if identity is None else identity)
         self._book = LedgerBook(self._spec, self._dataset_length, self._fingerprint)
 
     # -- what doors read ---------------------------------------------------------

@@ -214,7 +214,8 @@ class DataLoader(Generic[_T_co]):
             timeout=None if timeout == 0 else timeout,
             converter=Collate(collate_fn, auto), worker_init=worker_start)
         self._engine = Engine(fetched, batch_size=None, order_sampler=self._order,
-                              seed=seed & _SEED_MASK, last_batch="keep", executor=executor)
+                              seed=seed & _SEED_MASK, last_batch="keep", executor=executor,
+                              identity=dataset)
         # The first epoch is drawn: a sampler yielding lists makes each one a key
         # (workers start with the first batch, so they get this as well).
         fetched.key_type = self._order.key_type
