@@ -44,7 +44,7 @@ from dataset_kit.engine.errors import (
     WorkerDiedError,
     WorkerError,
 )
-from dataset_kit.engine.ledger import Ledger
+from dataset_kit.engine.ledger import Ledger, mix_sum
 from dataset_kit.engine.protocols import (
     BatchDataset,
     BatchStops,
@@ -95,6 +95,7 @@ __all__ = [
     "WorkerDiedError",
     "WorkerError",
     "draw_seed",
+    "mix_sum",
     "make_executor",
     "sampler_kind",
 ]

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CHAIN_START", "Ledger", "extend_chain"]
+__all__ = ["CHAIN_START", "Ledger", "extend_chain", "mix_sum"]
 
 _MASK = (1 << 64) - 1
 _HEX16 = re.compile(r"[0-9a-f]{16}")
@@ -80,6 +80,23 @@ def extend_chain(chain: int, ids: Any) -> int:
         power = _BLOCK_POWER if n == _BLOCK else pow(_BASE, n, 1 << 64)
         chain = (chain * power + int(block.sum(dtype=np.uint64))) & _MASK
     return chain
+
+
+def mix_sum(ids: Any) -> int:
+    """Return the order-independent sum of the mixed ``ids``, modulo 2**64.
+
+    The sums of disjoint parts add up to the sum of the whole, whatever the
+    order: ranks that each sum what they consumed prove together that they
+    consumed an epoch exactly once (a repeat or a gap changes the sum).
+
+    Raises:
+        TypeError: if ``ids`` is not a 1-D array of integers.
+    """
+    ids = np.asarray(ids)
+    if ids.ndim != 1 or (ids.size and ids.dtype.kind not in "iu"):
+        raise TypeError(f"ids must be a 1-D array of integers, got dtype {ids.dtype} and "
+                        f"shape {ids.shape}")
+    return int(_mix(ids).sum(dtype=np.uint64))
 
 
 @dataclasses.dataclass(frozen=True)
