@@ -153,7 +153,8 @@ class Engine:
     @property
     def order_sampler(self) -> Any:
         """The order sampler (the engine's own copy after a state was loaded), or None."""
-        return self._order_sampler
+        # The orders' sampler: a load puts its state into a copy of the one given.
+        return self._orders.sampler
 
     @property
     def spec(self) -> BatchSpec:
