@@ -17,7 +17,6 @@ hashed, however long the run.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import numpy as np
@@ -25,9 +24,7 @@ import numpy as np
 from dataset_kit.engine._orders import Orders
 from dataset_kit.engine._spec import BatchSpec
 from dataset_kit.engine._statemachine import Position
-from dataset_kit.engine.ledger import CHAIN_START, Ledger, extend_chain
-
-_HEX16 = re.compile(r"[0-9a-f]{16}")
+from dataset_kit.engine.ledger import CHAIN_START, Ledger, extend_chain, read_chain
 
 
 class LedgerBook:
@@ -173,12 +170,5 @@ def read_base(state: Any, where: str = "state['ledger']['base']") -> tuple[int, 
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ValueError(f"{where}[{key!r}] must be an integer >= 0, got {value!r}")
         values.append(value)
-    chain = state.get("chain")
-    try:
-        # 16 lower-case hex digits only (int() would take "0x", "_", "+", spaces).
-        if not (isinstance(chain, str) and _HEX16.fullmatch(chain)):
-            raise ValueError
-        chain_value = int(chain, 16)
-    except ValueError:
-        raise ValueError(f"{where}['chain'] must be 16 hex digits, got {chain!r}") from None
+    chain_value = read_chain(state.get("chain"), f"{where}['chain']")
     return values[0], chain_value, values[1]

@@ -59,6 +59,26 @@ def _mix(ids: np.ndarray) -> np.ndarray:
     return z
 
 
+def _checked_ids(ids: Any) -> np.ndarray:
+    ids = np.asarray(ids)
+    if ids.ndim != 1 or (ids.size and ids.dtype.kind not in "iu"):
+        raise TypeError(f"ids must be a 1-D array of integers, got dtype {ids.dtype} and "
+                        f"shape {ids.shape}")
+    return ids
+
+
+def read_chain(value: Any, where: str) -> int:
+    """Return a chain from its state form (16 lower-case hex digits).
+
+    Raises:
+        ValueError: naming ``where``, if ``value`` is not that form.
+    """
+    # Exactly this form: int() would also take "0x", "_", "+" and spaces.
+    if not (isinstance(value, str) and _HEX16.fullmatch(value)):
+        raise ValueError(f"{where} must be 16 hex digits, got {value!r}")
+    return int(value, 16)
+
+
 def extend_chain(chain: int, ids: Any) -> int:
     """Return ``chain`` extended by ``ids`` (in order): the chain of (what it hashed) + ids.
 
@@ -69,10 +89,7 @@ def extend_chain(chain: int, ids: Any) -> int:
     Raises:
         TypeError: if ``ids`` is not a 1-D array of integers.
     """
-    ids = np.asarray(ids)
-    if ids.ndim != 1 or (ids.size and ids.dtype.kind not in "iu"):
-        raise TypeError(f"ids must be a 1-D array of integers, got dtype {ids.dtype} and "
-                        f"shape {ids.shape}")
+    ids = _checked_ids(ids)
     for start in range(0, len(ids), _BLOCK):
         block = _mix(ids[start:start + _BLOCK])
         n = len(block)
@@ -92,10 +109,7 @@ def mix_sum(ids: Any) -> int:
     Raises:
         TypeError: if ``ids`` is not a 1-D array of integers.
     """
-    ids = np.asarray(ids)
-    if ids.ndim != 1 or (ids.size and ids.dtype.kind not in "iu"):
-        raise TypeError(f"ids must be a 1-D array of integers, got dtype {ids.dtype} and "
-                        f"shape {ids.shape}")
+    ids = _checked_ids(ids)
     return int(_mix(ids).sum(dtype=np.uint64))
 
 
@@ -141,14 +155,7 @@ class Ledger:
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"{where}[{key!r}] must be an integer >= 0, got {value!r}")
             counts[key] = value
-        chain = state.get("chain")
-        try:
-            # 16 lower-case hex digits only (int() would take "0x", "_", "+", spaces).
-            if not (isinstance(chain, str) and _HEX16.fullmatch(chain)):
-                raise ValueError
-            chain_value = int(chain, 16)
-        except ValueError:
-            raise ValueError(f"{where}['chain'] must be 16 hex digits, got {chain!r}") from None
+        chain_value = read_chain(state.get("chain"), f"{where}['chain']")
         if "fingerprint" not in state:
             raise ValueError(f"{where}['fingerprint'] is missing (None when the data has none)")
         fingerprint = state["fingerprint"]
