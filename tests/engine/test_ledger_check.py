@@ -161,3 +161,19 @@ def test_the_order_sampler_after_a_load_is_the_copy_holding_the_loaded_state():
     engine = Engine(np.arange(10), batch_size=3, order_sampler=ShuffleOrderSampler(2), seed=0)
     engine.load_state_dict(saved.state_dict())
     assert engine.order_sampler.state_dict() == saved.order_sampler.state_dict()
+
+
+@pytest.mark.parametrize("change", ["skip one", "repeat a batch", "wrong seed"])
+def test_the_oracle_s_mutants_are_refused_by_the_ledger_alone(change):
+    engine = Engine(np.arange(20), batch_size=3, seed=0)
+    consumed_ids(engine, 2)
+    state = engine.state_dict()
+    if change == "skip one":
+        state["current_position"] += 1
+    elif change == "repeat a batch":
+        state["current_position"] -= 3
+    else:
+        state["order_sampler"]["state"]["seed"] += 1
+    with pytest.raises(ResumeMismatchError) as info:
+        Engine(np.arange(20), batch_size=3, seed=0).load_state_dict(state)
+    assert info.value.cause == ("order" if change == "wrong seed" else "epoch")
