@@ -20,6 +20,10 @@ The engine's part (:meth:`Engine.state_dict`) is a flat dict::
     seed                            the iterator's seed (shuffle, example_rng)
     order_sampler                   {"kind", "state"?, "order"?, "previous_order"?,
                                      "stops"?}
+    ledger                          what was consumed (counts, the chain of the ids,
+                                    the data's identity, the chain's base): the
+                                    engine's ledger book writes and checks it; a
+                                    state without one (older) loads unchecked
 
 Old states are upgraded here and nowhere else. Versions 1 (dataset_kit 0.1)
 and 2 had no envelope. The engine's own old format is read by
