@@ -280,7 +280,7 @@ class ShardedIterator(ChainerIterator):
                 state than the others, or consumed another part of the epoch.
         """
         engine = self._engine
-        sampler: _RankShareSampler = engine.order_sampler
+        sampler: _RankShareSampler = engine.active_sampler
         offsets = [offset for offset, _, _ in shares]
         if len(set(offsets)) > 1:
             raise ResumeMismatchError(
@@ -307,7 +307,7 @@ class ShardedIterator(ChainerIterator):
     def _expected_sum(self, epoch: int, offset: int, count: int) -> int:
         """The sum of mixed ids of ``count`` examples of the global order of ``epoch`` from
         ``offset``."""
-        sampler: _RankShareSampler = self._engine.order_sampler
+        sampler: _RankShareSampler = self._engine.active_sampler
         size = self._engine.dataset_length
         whole = offset == 0 and count == size and sampler.sampler is None
         if whole and self._whole_sum is not None:
@@ -363,7 +363,7 @@ class ShardedIterator(ChainerIterator):
         """
         engine = self._engine
         position = engine.position
-        sampler: _RankShareSampler = engine.order_sampler
+        sampler: _RankShareSampler = engine.active_sampler
         return _checkpoint.wrap_state(
             DOOR, None, dataset_length=engine.dataset_length, seed=engine.seed,
             shuffle=self.shuffle, repeat=self.repeat, last_batch=self.shard_policy,
@@ -390,7 +390,7 @@ class ShardedIterator(ChainerIterator):
                 both values).
         """
         engine = self._engine
-        sampler: _RankShareSampler = engine.order_sampler
+        sampler: _RankShareSampler = engine.active_sampler
         size = engine.dataset_length
         _, door = _checkpoint.unwrap_state(state, DOOR, {
             "dataset_length": _checkpoint.equal(size),

@@ -152,8 +152,13 @@ class Engine:
 
     @property
     def order_sampler(self) -> Any:
-        """The order sampler (the engine's own copy after a state was loaded), or None."""
-        # The orders' sampler: a load puts its state into a copy of the one given.
+        """The order sampler given, or None (loads never change it: see active_sampler)."""
+        return self._order_sampler
+
+    @property
+    def active_sampler(self) -> Any:
+        """The sampler the orders come from: the one given, or, once a state was loaded,
+        the engine's copy holding the loaded state (what a door saves), or None."""
         return self._orders.sampler
 
     @property

@@ -153,14 +153,15 @@ def test_a_rewritten_record_file_is_refused_naming_its_files(tmp_path):
     assert engine.position.epoch == 0 and engine.position.current_position == 0
 
 
-def test_the_order_sampler_after_a_load_is_the_copy_holding_the_loaded_state():
-    # ShardedIterator saves engine.order_sampler's state: before, it was the
-    # sampler given at construction, so a resumed job saved the wrong seed.
+def test_the_active_sampler_after_a_load_is_the_copy_holding_the_loaded_state():
+    # ShardedIterator saves the sampler's state: it saved the sampler given at
+    # construction (engine.order_sampler), so a resumed job saved the wrong seed.
     from dataset_kit.engine import ShuffleOrderSampler
     saved = Engine(np.arange(10), batch_size=3, order_sampler=ShuffleOrderSampler(1), seed=0)
     engine = Engine(np.arange(10), batch_size=3, order_sampler=ShuffleOrderSampler(2), seed=0)
     engine.load_state_dict(saved.state_dict())
-    assert engine.order_sampler.state_dict() == saved.order_sampler.state_dict()
+    assert engine.active_sampler.state_dict() == saved.active_sampler.state_dict()
+    assert engine.order_sampler.state_dict() == {"seed": 2}  # the object given is untouched
 
 
 @pytest.mark.parametrize("change", ["skip one", "repeat a batch", "wrong seed"])
