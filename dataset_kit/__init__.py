@@ -20,6 +20,7 @@ from dataset_kit.download import (
     get_dataset_root,
     set_dataset_root,
 )
+from dataset_kit.engine import ResumeMismatchError
 from dataset_kit.iterators import Iterator
 from dataset_kit.tabular import TabularDataset
 
@@ -30,6 +31,7 @@ __all__ = [
     "HashMismatchError",
     "Iterator",
     "OfflineError",
+    "ResumeMismatchError",
     "UnsafeArchiveError",
     "cache_or_load_file",
     "cached_download",

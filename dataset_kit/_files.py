@@ -333,3 +333,23 @@ class BackgroundFlush:
         self._done = True
         self._wake.set()
         self._thread.join()
+
+
+def files_fingerprint(*paths: str | os.PathLike | None) -> str:
+    """The identity of files as they are now: a hash of each one's path, size and ``mtime_ns``.
+
+    Taken when a dataset opens its files (one ``stat`` each, never a read), so
+    a checkpoint can tell that the files were rewritten since (see
+    :meth:`dataset_kit.engine.Engine.ledger`). ``None`` paths are skipped.
+
+    Raises:
+        FileNotFoundError: naming the file, if one does not exist.
+    """
+    digest = hashlib.sha256()
+    for path in paths:
+        if path is None:
+            continue
+        st = os.stat(path)
+        digest.update(f"{os.path.basename(os.fspath(path))}\0{st.st_size}\0{st.st_mtime_ns}\n"
+                      .encode())
+    return "stat:" + digest.hexdigest()[:16]

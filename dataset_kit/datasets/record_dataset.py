@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from dataset_kit import _files
 from dataset_kit.datasets.gluon_dataset import Dataset
 from dataset_kit.recordio.record_file import IndexedRecordReader
 
@@ -36,6 +37,12 @@ class RecordFileDataset(Dataset):
             idx_path = beside if os.path.isfile(beside) else None
         self._reader = IndexedRecordReader(idx_path, rec_path)
         self._keys = self._reader.keys
+        # Taken when opened: a checkpoint's ledger then tells a rewritten file.
+        self._fingerprint = _files.files_fingerprint(rec_path, idx_path)
+
+    def fingerprint(self) -> str:
+        """The identity of the record file and its index when they were opened (size, mtime)."""
+        return self._fingerprint
 
     def __len__(self) -> int:
         return len(self._keys)

@@ -32,7 +32,9 @@ from dataset_kit.engine import (
     ExecutorSpec,
     OrderSampler,
     RandomAccessOrder,
+    ResumeMismatchError,
     draw_seed,
+    mix_sum,
     sampler_kind,
 )
 from dataset_kit.engine import (
@@ -153,6 +155,11 @@ class ShardedIterator(ChainerIterator):
             ``n_processes`` workers are actors of a Ray cluster (:doc:`/cluster`),
             with the same batches; each rank starts its own actors.
         ray_address: the Ray cluster's address for ``executor="ray"``.
+        check_epochs: at each epoch's end, prove over the job that every
+            example of the epoch was consumed once, by one rank (a count and
+            a sum of mixed ids per rank, in the allgather the ranks already
+            make); a rank resumed from another state than the others then
+            raises :class:`~dataset_kit.ResumeMismatchError` (cause ``"ranks"``).
 
     Raises:
         TypeError: if an integer argument is not an integer, ``converter``
@@ -170,9 +177,15 @@ class ShardedIterator(ChainerIterator):
                  n_processes: int | None = None, n_threads: int | None = None,
                  converter: Callable[[Any], Any] | None = None,
                  start_method: str | None = None,
-                 timeout: float | None = DEFAULT_BATCH_TIMEOUT, executor: str | None = None,
+                 timeout: float | None = DEFAULT_BATCH_TIMEOUT,
+                 check_epochs: bool = True, executor: str | None = None,
                  ray_address: str | None = None) -> None:
         batch_size = positive_int("batch_size", batch_size)
+        if not isinstance(check_epochs, bool):
+            raise TypeError(f"check_epochs must be True or False, got {check_epochs!r}")
+        self.check_epochs = check_epochs
+        # The sum of the mixed ids of a whole shuffled epoch does not depend on the epoch.
+        self._whole_sum: int | None = None
         if last_batch not in SHARD_POLICIES:
             raise ValueError(f"last_batch must be one of {list(SHARD_POLICIES)}, "
                              f"got {last_batch!r}")
@@ -233,9 +246,16 @@ class ShardedIterator(ChainerIterator):
         return batch
 
     def _check_in(self) -> None:
-        """Compare positions across ranks at an epoch's end (fails, not hangs, on a lost rank)."""
+        """Compare positions across ranks at an epoch's end (fails, not hangs, on a lost rank).
+
+        With ``check_epochs``, each rank also sends what it consumed of the
+        epoch that ended (where it began, a count and a sum of mixed ids),
+        and every rank checks that the job consumed the epoch exactly once.
+        """
         state = self.state_dict()["door"]
-        mine = (state["epoch"], state["global_position"])
+        mine: tuple = (state["epoch"], state["global_position"])
+        if self.check_epochs:
+            mine += self._epoch_share(state["epoch"] - 1)
         try:
             everyone = self.comm.allgather(mine)
         except Exception as error:  # the engine's own exception types vary
@@ -243,7 +263,67 @@ class ShardedIterator(ChainerIterator):
                 f"rank {self.comm.rank}: the ranks' check at the end of epoch "
                 f"{mine[0] - 1} failed ({type(error).__name__}: {error}); "
                 f"another rank has probably died") from error
-        _check_agreement([{"epoch, global position": pos} for pos in everyone], "position")
+        _check_agreement([{"epoch, global position": pos[:2]} for pos in everyone], "position")
+        if self.check_epochs:
+            self._check_exactly_once(state["epoch"] - 1, [pos[2:] for pos in everyone])
+
+    def _epoch_share(self, epoch: int) -> tuple[int, int, int]:
+        """``(offset, count, sum)`` of this rank's examples of ``epoch``, pads excluded."""
+        engine = self._engine
+        offset, head = engine.order_offset(epoch), engine.order_head(epoch)
+        order = engine.current_order(epoch)
+        real = first_padding(engine.dataset_length - offset, self.comm.rank, self.comm.size)
+        ids = order[head:head + real] if order is not None else np.arange(head, head + real)
+        ids = ids[:engine.epoch_size - head]
+        return offset, len(ids), mix_sum(ids)
+
+    def _check_exactly_once(self, epoch: int, shares: list[tuple]) -> None:
+        """Raise on every rank unless the ranks' shares of ``epoch`` cover it once.
+
+        Raises:
+            ResumeMismatchError: (cause ``"ranks"``) naming the ranks' offsets,
+                counts or the sums that differ: a rank resumed from another
+                state than the others, or consumed another part of the epoch.
+        """
+        engine = self._engine
+        sampler: _RankShareSampler = engine.active_sampler
+        offsets = [offset for offset, _, _ in shares]
+        if len(set(offsets)) > 1:
+            raise ResumeMismatchError(
+                f"the ranks began epoch {epoch} at different global positions {offsets} (one "
+                f"per rank): a rank was resumed from another checkpoint than the others",
+                cause="ranks")
+        offset, size, ranks = offsets[0], engine.dataset_length, self.comm.size
+        remaining = size - offset
+        if sampler.policy == "discard":
+            expected = share_length(remaining, ranks, sampler.batch_size, "discard") * ranks
+        else:
+            expected = remaining
+        counts = [count for _, count, _ in shares]
+        total = sum(int(value) for _, _, value in shares) % (1 << 64)
+        if sum(counts) == expected and total == self._expected_sum(epoch, offset, expected):
+            return
+        raise ResumeMismatchError(
+            f"epoch {epoch} was not consumed exactly once over the {ranks} ranks: they consumed "
+            f"{counts} examples (one count per rank, {sum(counts)} in all) of the {expected} "
+            f"from global position {offset}"
+            + ("" if sum(counts) != expected else ", and not the same ones")
+            + ": a rank was resumed from another state than the others", cause="ranks")
+
+    def _expected_sum(self, epoch: int, offset: int, count: int) -> int:
+        """The sum of mixed ids of ``count`` examples of the global order of ``epoch`` from
+        ``offset``."""
+        sampler: _RankShareSampler = self._engine.active_sampler
+        size = self._engine.dataset_length
+        whole = offset == 0 and count == size and sampler.sampler is None
+        if whole and self._whole_sum is not None:
+            return self._whole_sum
+        if whole:
+            # A permutation of every index: the same sum every epoch.
+            self._whole_sum = mix_sum(np.arange(size, dtype=np.int64))
+            return self._whole_sum
+        order = global_order(sampler.seed, epoch, size, sampler.shuffle, sampler.sampler)
+        return mix_sum(order[offset:offset + count])
 
     @property
     def last_pad(self) -> int:
@@ -289,7 +369,7 @@ class ShardedIterator(ChainerIterator):
         """
         engine = self._engine
         position = engine.position
-        sampler: _RankShareSampler = engine.order_sampler
+        sampler: _RankShareSampler = engine.active_sampler
         return _checkpoint.wrap_state(
             DOOR, None, dataset_length=engine.dataset_length, seed=engine.seed,
             shuffle=self.shuffle, repeat=self.repeat, last_batch=self.shard_policy,
@@ -298,8 +378,11 @@ class ShardedIterator(ChainerIterator):
             previous_epoch_detail=position.previous_epoch_detail, ranks=self.comm.size,
             batch_size=self.batch_size)
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict, strict: bool = True) -> None:
         """Continue from a global state saved on any number of ranks.
+
+        The global state carries no ledger (each rank's ledger is its own);
+        ``strict`` is accepted for the doors' one signature.
 
         The rest of the saved epoch's global order is cut among this
         iterator's ranks (``last_batch`` applies to what remains); later
@@ -313,7 +396,7 @@ class ShardedIterator(ChainerIterator):
                 both values).
         """
         engine = self._engine
-        sampler: _RankShareSampler = engine.order_sampler
+        sampler: _RankShareSampler = engine.active_sampler
         size = engine.dataset_length
         _, door = _checkpoint.unwrap_state(state, DOOR, {
             "dataset_length": _checkpoint.equal(size),

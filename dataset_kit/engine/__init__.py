@@ -37,11 +37,14 @@ from dataset_kit.engine._statemachine import LAST_BATCH, BatchPlan, LastBatch, P
 from dataset_kit.engine._window import EngineStatistics
 from dataset_kit.engine.errors import (
     BatchTimeoutError,
+    ResumeMismatchError,
+    ResumeMismatchWarning,
     SamplerMismatchError,
     TimeoutWarning,
     WorkerDiedError,
     WorkerError,
 )
+from dataset_kit.engine.ledger import Ledger, mix_sum
 from dataset_kit.engine.protocols import (
     BatchDataset,
     BatchStops,
@@ -76,12 +79,15 @@ __all__ = [
     "ExecutorSpec",
     "IterableOrder",
     "LastBatch",
+    "Ledger",
     "MapDataset",
     "OffsetOrder",
     "OrderSampler",
     "OrderSamplerLike",
     "Position",
     "RandomAccessOrder",
+    "ResumeMismatchError",
+    "ResumeMismatchWarning",
     "SamplerMismatchError",
     "ShuffleOrderSampler",
     "StatefulSampler",
@@ -89,6 +95,7 @@ __all__ = [
     "WorkerDiedError",
     "WorkerError",
     "draw_seed",
+    "mix_sum",
     "make_executor",
     "sampler_kind",
 ]

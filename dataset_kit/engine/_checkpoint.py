@@ -20,6 +20,10 @@ The engine's part (:meth:`Engine.state_dict`) is a flat dict::
     seed                            the iterator's seed (shuffle, example_rng)
     order_sampler                   {"kind", "state"?, "order"?, "previous_order"?,
                                      "stops"?}
+    ledger                          what was consumed (counts, the chain of the ids,
+                                    the data's identity, the chain's base): the
+                                    engine's ledger book writes and checks it; a
+                                    state without one (older) loads unchecked
 
 Old states are upgraded here and nowhere else. Versions 1 (dataset_kit 0.1)
 and 2 had no envelope. The engine's own old format is read by
@@ -45,6 +49,7 @@ import numpy as np
 
 from dataset_kit.engine._spec import BatchSpec
 from dataset_kit.engine._statemachine import Position
+from dataset_kit.engine.errors import ResumeMismatchError
 
 STATE_FORMAT = "dataset_kit.state"
 STATE_VERSION = 3
@@ -98,10 +103,13 @@ def read_state(state: Any, spec: BatchSpec, dataset_length: int) -> dict:
                       ("repeat", spec.repeat), ("epoch_size", spec.epoch_size),
                       ("last_batch", spec.last_batch)):
         if not same(state.get(key, MISSING), mine):
-            raise ValueError(
-                f"state was saved with {key}={short(state.get(key, MISSING))}, but this "
-                f"iterator has {key}={mine!r}"
-            )
+            message = (f"state was saved with {key}={short(state.get(key, MISSING))}, but this "
+                       f"iterator has {key}={mine!r}")
+            if key in ("dataset_length", "epoch_size") and key in state:
+                # Another dataset (or another sampler's epoch): a refused resume.
+                raise ResumeMismatchError(
+                    message, cause="dataset length" if key == "dataset_length" else "sampler")
+            raise ValueError(message)
     n = spec.epoch_size
     invalid = "state has an invalid position: "
     epoch = index_field(state, "epoch", 0, _INT64_END, prefix=invalid)

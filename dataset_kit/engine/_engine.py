@@ -23,6 +23,9 @@ format is :mod:`._checkpoint`'s.
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
+import warnings
 from typing import Any
 
 import numpy as np
@@ -33,11 +36,14 @@ from dataset_kit.engine._epoch import EpochIterator
 from dataset_kit.engine._executor_spec import ExecutorSpec, make_executor
 from dataset_kit.engine._executors import Executor, SerialExecutor
 from dataset_kit.engine._fetch import fetch_batch
+from dataset_kit.engine._ledger_book import LedgerBook, read_base
 from dataset_kit.engine._orders import Orders
 from dataset_kit.engine._run import PlainRun, plain_run
 from dataset_kit.engine._spec import BatchSpec
 from dataset_kit.engine._statemachine import BatchPlan, LastBatch, Position, last_batch_policy
 from dataset_kit.engine._window import EngineStatistics, PrefetchWindow
+from dataset_kit.engine.errors import ResumeMismatchError, ResumeMismatchWarning
+from dataset_kit.engine.ledger import Ledger
 from dataset_kit.engine.protocols import BatchStops
 from dataset_kit.engine.samplers import ShuffleOrderSampler, draw_seed
 
@@ -69,6 +75,9 @@ class Engine:
         hold_between_epochs: prefetch no batch of an epoch before the caller
             asks for one (Gluon's ``auto_reload=False``); by default a
             prefetching executor works on across epoch ends.
+        identity: the object whose ``fingerprint`` names the data in the
+            ledger, when ``dataset`` wraps it (a door's fetching wrapper);
+            None: the dataset itself.
 
     Raises:
         TypeError: if ``batch_size`` or ``seed`` is not an integer, or
@@ -82,7 +91,7 @@ class Engine:
                  shuffle: bool | None = None, order_sampler: Any = None,
                  seed: int | None = None, last_batch: str | LastBatch | None = None,
                  executor: Executor | ExecutorSpec | None = None,
-                 hold_between_epochs: bool = False) -> None:
+                 hold_between_epochs: bool = False, identity: Any = None) -> None:
         if batch_size is not None or not isinstance(order_sampler, BatchStops):
             positive_int("batch_size", batch_size)
         if shuffle is not None and order_sampler is not None:
@@ -121,6 +130,8 @@ class Engine:
         # that builds each batch when asked; None while there are none. While
         # there is a run the window is empty and plans from the position.
         self._run: PlainRun | None = None
+        self._fingerprint = dataset_fingerprint(dataset if identity is None else identity)
+        self._book = LedgerBook(self._spec, self._dataset_length, self._fingerprint)
 
     # -- what doors read ---------------------------------------------------------
 
@@ -141,8 +152,14 @@ class Engine:
 
     @property
     def order_sampler(self) -> Any:
-        """The order sampler (the engine's own copy after a state was loaded), or None."""
+        """The order sampler given, or None (loads never change it: see active_sampler)."""
         return self._order_sampler
+
+    @property
+    def active_sampler(self) -> Any:
+        """The sampler the orders come from: the one given, or, once a state was loaded,
+        the engine's copy holding the loaded state (what a door saves), or None."""
+        return self._orders.sampler
 
     @property
     def spec(self) -> BatchSpec:
@@ -282,6 +299,11 @@ class Engine:
 
     def _consume(self, position: Position, plan: BatchPlan) -> None:
         if position.epoch != self._position.epoch:
+            # Once per epoch: an order that cannot be asked again is hashed
+            # into the ledger before it is forgotten (a seeded one never is).
+            for epoch in range(self._position.epoch, position.epoch):
+                if not self._orders.replayable(epoch):
+                    self._book.leave(self._orders, epoch)
             # Keep the orders a rolled-over batch still takes examples from.
             reach = -(-position.carry // self._spec.epoch_size) if position.carry else 1
             self._orders.forget_before(position.epoch - reach + 1)
@@ -350,6 +372,7 @@ class Engine:
         other = Engine.__new__(Engine)
         other.__dict__.update(self.__getstate__())
         other._orders = copy.copy(self._orders)
+        other._book = self._book.copy()
         other._executor = copy.copy(self._executor)
         other._window = self._window.copy_for(other._executor, self._position)
         return other
@@ -415,6 +438,7 @@ class Engine:
             next_position = p._replace(carry=0)
         else:
             next_position = Position(p.epoch + 1, 0, True, self.epoch_detail, 0)
+            self._book.leave(self._orders, p.epoch, p.current_position)
         self._position = next_position
         self._discard()
 
@@ -427,6 +451,7 @@ class Engine:
         self._deferred = None
         self._orders.clear()
         self._position = Position()
+        self._book = LedgerBook(self._spec, self._dataset_length, self._fingerprint)
         self._last_plan = None
         self._discard()
         self._executor.reopen()
@@ -453,6 +478,12 @@ class Engine:
                 a rolled-over tail longer than an epoch (only the previous
                 epoch's order is kept).
         """
+        state = self._state()
+        state["ledger"] = self._book.state(self._orders, self._position)
+        return state
+
+    def _state(self) -> dict:
+        """The state without its ledger (see :meth:`state_dict`)."""
         p, spec, orders = self._position, self._spec, self._orders
         if p.carry > spec.epoch_size and not orders.recomputable:
             raise ValueError(
@@ -463,7 +494,22 @@ class Engine:
         return _checkpoint.make_state(spec, self._dataset_length, p, self._seed, sampler,
                                       self.order_offset())
 
-    def load_state_dict(self, state: dict) -> None:
+    def ledger(self) -> Ledger:
+        """Return what has been consumed: counts, the chain of the ids, the data's identity.
+
+        Log it beside the model's step: two runs that logged the same ledger
+        consumed the same examples in the same order. It is computed from
+        the orders (costing the hashing of the epoch in progress, never
+        anything per batch).
+        """
+        return self._book.ledger(self._orders, self._position)
+
+    @property
+    def fingerprint(self) -> str | None:
+        """The identity of the dataset's files (its ``fingerprint``), or None."""
+        return self._fingerprint
+
+    def load_state_dict(self, state: dict, strict: bool = True) -> None:
         """Restore a state from :meth:`state_dict` of any engine over the same data.
 
         The engine then yields exactly the batches the saved one would have
@@ -471,17 +517,48 @@ class Engine:
         A state may begin the epoch in progress at an offset of its sampler's
         order (``order_offset``, see :meth:`order_offset`).
 
+        The state's ledger is checked: the ids it says were consumed are
+        recomputed with this engine's orders and hashed, and the chain, the
+        counts and the data's fingerprint must equal the saved ones. A state
+        without a ledger (saved before it existed) loads with one
+        :class:`ResumeMismatchWarning`; the next state saved carries one.
+
+        Args:
+            state: an engine state.
+            strict: refuse a state whose ledger differs (else warn, naming
+                what changed, and load it).
+
         Raises:
+            ResumeMismatchError: (``strict``) if the ledger or the data's
+                identity differs, naming the cause (``"files"``, ``"epoch"``,
+                ``"order"``), or (always) the state was saved for another
+                dataset length or sampler.
             ValueError: if the state is not an engine state, has an unknown
                 format version, or was saved for another dataset length,
                 batching spec or order sampler, or its offset does not fit
                 the sampler.
         """
         # Check everything first, then apply: a rejected state changes nothing.
+        self._load(state, strict, check=True)
+
+    def _load(self, state: dict, strict: bool, check: bool) -> None:
+        has_ledger = isinstance(state, dict) and "ledger" in state
+        saved_ledger = state["ledger"] if has_ledger else None
+        if has_ledger:
+            state = {key: value for key, value in state.items() if key != "ledger"}
         state = _checkpoint.read_state(_checkpoint.upgrade_engine_part(state, self._orders.kind),
                                        self._spec, self._dataset_length)
         position = _checkpoint.position_of(state)
         orders = self._orders.loaded(state["order_sampler"], position, int(state["order_offset"]))
+        if not has_ledger:
+            if check:
+                warnings.warn("the state has no ledger (it was saved before dataset_kit kept "
+                              "one): the resume is not checked; the next state saved carries "
+                              "a ledger", ResumeMismatchWarning, stacklevel=3)
+            book = self._fresh_book(orders, position)
+        else:
+            book = self._checked_book(saved_ledger, orders, position, strict)
+        self._book = book
         self._deferred = None
         self._orders = orders
         self._seed = int(state["seed"])
@@ -518,7 +595,7 @@ class Engine:
                 indices, an offset the sampler cannot begin at, or a sampler
                 state the sampler refuses.
         """
-        state = self.state_dict()
+        state = self._state()
         state.update(epoch=epoch, current_position=position, is_new_epoch=is_new_epoch,
                      previous_epoch_detail=previous_epoch_detail, carry=0,
                      order_offset=order_offset)
@@ -529,4 +606,105 @@ class Engine:
         if sampler_state is not None:
             sampler["state"] = sampler_state
         state["order_sampler"] = sampler
-        self.load_state_dict(state)
+        self._load(state, strict=True, check=False)
+
+    # -- the ledger's book --------------------------------------------------------
+
+    def _fresh_book(self, orders: Orders, position: Position) -> LedgerBook:
+        """The book of a position reached without a ledger (an old state, a seek)."""
+        if orders.recomputable:
+            # Every epoch's order can be asked again: the chain starts at epoch 0.
+            return LedgerBook(self._spec, self._dataset_length, self._fingerprint)
+        # Earlier orders are gone: count them, and chain from this epoch on.
+        total = position.epoch * self._book_epoch_total()
+        return LedgerBook(self._spec, self._dataset_length, self._fingerprint,
+                          {position.epoch: (0, total)})
+
+    def _book_epoch_total(self) -> int:
+        spec = self._spec
+        if spec.policy.drops_tail and not spec.policy.carries:
+            return spec.epoch_size // spec.batch_size * spec.batch_size
+        return spec.epoch_size
+
+    def _checked_book(self, saved: Any, orders: Orders, position: Position,
+                      strict: bool) -> LedgerBook:
+        """The book of a loaded state whose ledger is checked against ``orders``.
+
+        Raises:
+            ResumeMismatchError: (``strict``) naming what differs.
+            ValueError: if the ledger is malformed.
+        """
+        ledger = Ledger.from_state(saved)
+        unknown = sorted(map(str, set(saved) - set(ledger.to_state()) - {"base"}))
+        if unknown:
+            raise ValueError(f"state['ledger'] has unknown keys {unknown}")
+        base_epoch, base_chain, base_total = read_base(
+            saved.get("base") if isinstance(saved, dict) else None)
+        book = LedgerBook(self._spec, self._dataset_length, self._fingerprint,
+                          {base_epoch: (base_chain, base_total)})
+        problems: list[tuple[str, str]] = []
+        # A state saved before the dataset said its fingerprint has none to compare.
+        if ledger.fingerprint is not None and ledger.fingerprint != self._fingerprint:
+            problems.append(("files", f"the dataset's files changed since the state was saved "
+                                      f"(fingerprint {ledger.fingerprint} -> "
+                                      f"{self._fingerprint})"))
+        if ledger.dataset_length != self._dataset_length:
+            problems.append(("dataset length", f"the state's ledger counts a dataset of "
+                                               f"{ledger.dataset_length} examples, this one "
+                                               f"has {self._dataset_length}"))
+        if ledger.epoch != position.epoch or base_epoch > position.epoch:
+            problems.append(("epoch", f"the state's ledger is of epoch {ledger.epoch} (base "
+                                      f"{base_epoch}), but its position is in epoch "
+                                      f"{position.epoch}"))
+        else:
+            try:
+                mine = book.ledger(orders, position)
+            except Exception as error:  # a user's sampler may raise anything
+                raise ValueError(f"cannot recompute the ids the state says were consumed: "
+                                 f"{type(error).__name__}: {error}") from error
+            if (mine.consumed_total, mine.consumed_in_epoch) != (ledger.consumed_total,
+                                                                 ledger.consumed_in_epoch):
+                problems.append(("epoch", f"the state's ledger counts {ledger.consumed_total} "
+                                          f"examples consumed ({ledger.consumed_in_epoch} in "
+                                          f"its epoch), its position {mine.consumed_total} "
+                                          f"({mine.consumed_in_epoch})"))
+            elif mine.chain != ledger.chain:
+                problems.append(("order", f"the {mine.consumed_total - base_total} ids consumed "
+                                          f"since epoch {base_epoch} began are not those this "
+                                          f"iterator's orders give (chain {ledger.chain:016x} "
+                                          f"saved, {mine.chain:016x} recomputed): the seed, the "
+                                          f"sampler or the data's order changed"))
+        if problems:
+            cause = problems[0][0]
+            message = "the resume does not fit: " + "; ".join(text for _, text in problems)
+            if strict:
+                raise ResumeMismatchError(message + " (pass strict=False to load it anyway)",
+                                          cause=cause)
+            warnings.warn(message, ResumeMismatchWarning, stacklevel=4)
+        return book
+
+
+def dataset_fingerprint(dataset: Any) -> str | None:
+    """Return the identity of a dataset's files: its ``fingerprint`` (method or attribute).
+
+    None when the dataset does not say (arrays, a dataset built in memory).
+    A fingerprint that is a JSON-ready dict or list (a columnar dataset's
+    stamps) is hashed into a string.
+
+    Raises:
+        TypeError: if the fingerprint is not a string, None or JSON-ready.
+    """
+    value = getattr(dataset, "fingerprint", None)
+    if callable(value):
+        value = value()
+    if isinstance(value, (dict, list)):
+        try:
+            text = json.dumps(value, sort_keys=True)
+        except (TypeError, ValueError) as error:
+            raise TypeError(f"dataset.fingerprint must be a string, None or JSON-ready, got "
+                            f"{type(value).__name__}: {error}") from None
+        value = "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"dataset.fingerprint must be a string or None, got "
+                        f"{type(value).__name__}")
+    return value

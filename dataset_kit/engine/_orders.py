@@ -143,6 +143,16 @@ class Orders:
         self._record(epoch).order = order
         return order
 
+    def replayable(self, epoch: int) -> bool:
+        """Whether the order of ``epoch`` can be asked again later, as it was used.
+
+        True for the identity and a recomputable sampler's own orders; False
+        for a stateful sampler, a pinned order or an epoch begun at an offset.
+        """
+        record = self._epochs.get(epoch)
+        return self.recomputable and (record is None or (not record.pinned
+                                                          and record.offset is None))
+
     def offset_of(self, epoch: int) -> tuple[int, int]:
         """Return ``(offset, head)`` of ``epoch``: ``(0, 0)`` unless it began at an offset."""
         record = self._epochs.get(epoch)

@@ -18,13 +18,15 @@ order, another seed, a skipped or repeated example), not adversaries.
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 import numpy as np
 
-__all__ = ["CHAIN_START", "Ledger", "extend_chain"]
+__all__ = ["CHAIN_START", "Ledger", "extend_chain", "mix_sum"]
 
 _MASK = (1 << 64) - 1
+_HEX16 = re.compile(r"[0-9a-f]{16}")
 _BASE = 0x100000001B3  # FNV's 64-bit prime: odd, so multiplication by it is a bijection
 _BLOCK = 1 << 16
 #: The chain of no ids.
@@ -57,6 +59,26 @@ def _mix(ids: np.ndarray) -> np.ndarray:
     return z
 
 
+def _checked_ids(ids: Any) -> np.ndarray:
+    ids = np.asarray(ids)
+    if ids.ndim != 1 or (ids.size and ids.dtype.kind not in "iu"):
+        raise TypeError(f"ids must be a 1-D array of integers, got dtype {ids.dtype} and "
+                        f"shape {ids.shape}")
+    return ids
+
+
+def read_chain(value: Any, where: str) -> int:
+    """Return a chain from its state form (16 lower-case hex digits).
+
+    Raises:
+        ValueError: naming ``where``, if ``value`` is not that form.
+    """
+    # Exactly this form: int() would also take "0x", "_", "+" and spaces.
+    if not (isinstance(value, str) and _HEX16.fullmatch(value)):
+        raise ValueError(f"{where} must be 16 hex digits, got {value!r}")
+    return int(value, 16)
+
+
 def extend_chain(chain: int, ids: Any) -> int:
     """Return ``chain`` extended by ``ids`` (in order): the chain of (what it hashed) + ids.
 
@@ -67,10 +89,7 @@ def extend_chain(chain: int, ids: Any) -> int:
     Raises:
         TypeError: if ``ids`` is not a 1-D array of integers.
     """
-    ids = np.asarray(ids)
-    if ids.ndim != 1 or (ids.size and ids.dtype.kind not in "iu"):
-        raise TypeError(f"ids must be a 1-D array of integers, got dtype {ids.dtype} and "
-                        f"shape {ids.shape}")
+    ids = _checked_ids(ids)
     for start in range(0, len(ids), _BLOCK):
         block = _mix(ids[start:start + _BLOCK])
         n = len(block)
@@ -78,6 +97,20 @@ def extend_chain(chain: int, ids: Any) -> int:
         power = _BLOCK_POWER if n == _BLOCK else pow(_BASE, n, 1 << 64)
         chain = (chain * power + int(block.sum(dtype=np.uint64))) & _MASK
     return chain
+
+
+def mix_sum(ids: Any) -> int:
+    """Return the order-independent sum of the mixed ``ids``, modulo 2**64.
+
+    The sums of disjoint parts add up to the sum of the whole, whatever the
+    order: ranks that each sum what they consumed prove together that they
+    consumed an epoch exactly once (a repeat or a gap changes the sum).
+
+    Raises:
+        TypeError: if ``ids`` is not a 1-D array of integers.
+    """
+    ids = _checked_ids(ids)
+    return int(_mix(ids).sum(dtype=np.uint64))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,14 +155,10 @@ class Ledger:
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"{where}[{key!r}] must be an integer >= 0, got {value!r}")
             counts[key] = value
-        chain = state.get("chain")
-        try:
-            if not isinstance(chain, str) or len(chain) != 16:
-                raise ValueError
-            chain_value = int(chain, 16)
-        except ValueError:
-            raise ValueError(f"{where}['chain'] must be 16 hex digits, got {chain!r}") from None
-        fingerprint = state.get("fingerprint")
+        chain_value = read_chain(state.get("chain"), f"{where}['chain']")
+        if "fingerprint" not in state:
+            raise ValueError(f"{where}['fingerprint'] is missing (None when the data has none)")
+        fingerprint = state["fingerprint"]
         if fingerprint is not None and not isinstance(fingerprint, str):
             raise ValueError(f"{where}['fingerprint'] must be a string or None, got "
                              f"{fingerprint!r}")

@@ -22,7 +22,7 @@ import numpy as np
 
 from dataset_kit._mxnet_arrays import mxnet_output
 from dataset_kit.convert import concat_examples
-from dataset_kit.engine import LAST_BATCH, BatchPlan, Engine, LastBatch
+from dataset_kit.engine import LAST_BATCH, BatchPlan, Engine, LastBatch, Ledger
 from dataset_kit.engine import states as _checkpoint
 from dataset_kit.io.data_iter import DataBatch, DataDesc, DataIter
 
@@ -159,17 +159,34 @@ class EngineDataIter(DataIter):
         return _checkpoint.wrap_state(DOOR, self._engine.state_dict(),
                                       epoch_open=self._epoch_open, exhausted=self._exhausted)
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict, strict: bool = True) -> None:
         """Resume from :meth:`state_dict` (any iterator over the same data and settings).
 
+        Args:
+            state: the state.
+            strict: refuse a state whose ledger does not fit this iterator's
+                data and orders (:class:`~dataset_kit.engine.ResumeMismatchError`,
+                naming the cause); False warns instead and loads it.
+
         Raises:
+            ResumeMismatchError: (``strict``) if the state's ledger does not fit.
             ValueError: if the state comes from another door or does not fit
                 this iterator.
         """
         # The door's fields are checked first: the engine's load is all or nothing.
         engine, flags = _checkpoint.unwrap_state(state, DOOR, _FIELDS)
-        self._engine.load_state_dict(engine)
+        self._engine.load_state_dict(engine, strict=strict)
+
         self._epoch_open, self._exhausted = flags["epoch_open"], flags["exhausted"]
+
+    def ledger(self) -> Ledger:
+        """Return what has been consumed: counts, the chain of the ids, the data's identity.
+
+        Log it beside the model's step; two runs that logged the same ledger
+        consumed the same examples in the same order
+        (:meth:`dataset_kit.engine.Engine.ledger`).
+        """
+        return self._engine.ledger()
 
     def close(self) -> None:
         """Release threads, processes and shared memory. Idempotent."""

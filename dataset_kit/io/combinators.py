@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from dataset_kit._checks import positive_int
+from dataset_kit.engine import Ledger
 from dataset_kit.engine import states as _checkpoint
 from dataset_kit.io.data_iter import DataBatch, DataIter
 
@@ -95,8 +96,10 @@ class ResizeIter(_OverBatches):
         return _checkpoint.wrap_state("mxnet.ResizeIter", None,
                                       inner=self.data_iter.state_dict(), cur=self.cur)
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict, strict: bool = True) -> None:
         """Resume from :meth:`state_dict`; a refused state changes nothing.
+
+        ``strict`` is the inner iterator's (its ledger is checked).
 
         Raises:
             ValueError: if the state comes from another door or does not fit
@@ -106,8 +109,12 @@ class ResizeIter(_OverBatches):
             state, "mxnet.ResizeIter",
             {"inner": _checkpoint.anything(), "cur": _checkpoint.integer(0, self.size + 1)},
             with_engine=False)
-        self.data_iter.load_state_dict(fields["inner"])
+        self.data_iter.load_state_dict(fields["inner"], strict=strict)
         self.cur = fields["cur"]
+
+    def ledger(self) -> Ledger:
+        """Return the inner iterator's ledger (what it has consumed)."""
+        return self.data_iter.ledger()
 
 
 class PrefetchingIter(_OverBatches):
@@ -176,8 +183,10 @@ class PrefetchingIter(_OverBatches):
         return _checkpoint.wrap_state("mxnet.PrefetchingIter", None,
                                       inner=[it.state_dict() for it in self.iters])
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict, strict: bool = True) -> None:
         """Resume every iterator from :meth:`state_dict`; a refused state changes none.
+
+        ``strict`` is each iterator's (each one's ledger is checked).
 
         Raises:
             ValueError: if the state comes from another door or does not fit
@@ -193,7 +202,7 @@ class PrefetchingIter(_OverBatches):
         loaded = 0
         try:
             for it, part in zip(self.iters, inner):
-                it.load_state_dict(part)
+                it.load_state_dict(part, strict=strict)
                 loaded += 1
             # The iterators advance in lockstep, so states saved together agree;
             # states that do not would fail later, mid-epoch, with a vaguer error.
@@ -208,6 +217,10 @@ class PrefetchingIter(_OverBatches):
             for it, old in zip(self.iters[:loaded], before):
                 it.load_state_dict(old)
             raise
+
+    def ledger(self) -> Ledger:
+        """Return the first iterator's ledger (they advance together over the same order)."""
+        return self.iters[0].ledger()
 
 
 def _inner_states(count: int) -> _checkpoint.FieldCheck:

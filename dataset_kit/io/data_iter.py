@@ -7,6 +7,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from dataset_kit.engine import Ledger
+
 
 class _NameShape(NamedTuple):
     name: str
@@ -160,6 +162,10 @@ class DataIter:
         """Return the iterator's position: a small JSON-ready dict."""
         raise NotImplementedError
 
-    def load_state_dict(self, state: dict) -> None:
-        """Resume from :meth:`state_dict`."""
+    def load_state_dict(self, state: dict, strict: bool = True) -> None:
+        """Resume from :meth:`state_dict` (``strict``: refuse a state whose ledger differs)."""
+        raise NotImplementedError
+
+    def ledger(self) -> Ledger:
+        """Return what has been consumed (:class:`~dataset_kit.engine.Ledger`)."""
         raise NotImplementedError

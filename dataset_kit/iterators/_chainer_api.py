@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from dataset_kit.engine import Engine
+from dataset_kit.engine import Engine, Ledger
 from dataset_kit.engine import states as _checkpoint
 from dataset_kit.engine.errors import SamplerMismatchError
 from dataset_kit.iterators.iterator import Iterator
@@ -163,7 +163,7 @@ class ChainerIterator(Iterator):
         """
         return _checkpoint.wrap_state(DOOR, self._engine.state_dict())
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict, strict: bool = True) -> None:
         """Restore a state from :meth:`state_dict` of any of Chainer's iterators.
 
         The iterator then yields exactly the batches the saved one would have
@@ -171,15 +171,28 @@ class ChainerIterator(Iterator):
 
         Args:
             state: the state.
+            strict: refuse a state whose ledger does not fit this iterator's
+                data and orders (:class:`~dataset_kit.engine.ResumeMismatchError`,
+                naming the cause); False warns instead and loads it.
 
         Raises:
+            ResumeMismatchError: (``strict``) if the state's ledger does not fit.
             ValueError: if the state is not an iterator state, comes from
                 another door, has an unknown format version, or was saved for
                 another dataset length, batch size, repeat mode, last-batch
                 policy or order sampler.
         """
         engine, _ = _checkpoint.unwrap_state(state, DOOR)
-        self._engine.load_state_dict(engine)
+        self._engine.load_state_dict(engine, strict=strict)
+
+    def ledger(self) -> Ledger:
+        """Return what has been consumed: counts, the chain of the ids, the data's identity.
+
+        Log it beside the model's step; two runs that logged the same ledger
+        consumed the same examples in the same order
+        (:meth:`dataset_kit.engine.Engine.ledger`).
+        """
+        return self._engine.ledger()
 
     def serialize(self, serializer: Any) -> None:
         """Save or load the state through Chainer's serializer protocol.

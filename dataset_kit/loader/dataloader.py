@@ -35,7 +35,7 @@ import numpy as np
 from dataset_kit._checks import non_negative_int
 from dataset_kit._mxnet_arrays import mxnet_outputs
 from dataset_kit.convert import to_device
-from dataset_kit.engine import Engine, ExecutorSpec, states
+from dataset_kit.engine import Engine, ExecutorSpec, Ledger, states
 from dataset_kit.loader.batchify import default_batchify_fn
 from dataset_kit.loader.samplers import (
     LAST_BATCH,
@@ -185,15 +185,31 @@ class DataLoader:
         """Return the loader's position: a small JSON-ready dict (door ``"gluon"``)."""
         return states.wrap_state("gluon", self._engine.state_dict())
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict, strict: bool = True) -> None:
         """Resume from :meth:`state_dict`: the next batches are the ones the saved loader had next.
 
+        Args:
+            state: the state.
+            strict: refuse a state whose ledger does not fit this iterator's
+                data and orders (:class:`~dataset_kit.engine.ResumeMismatchError`,
+                naming the cause); False warns instead and loads it.
+
         Raises:
+            ResumeMismatchError: (``strict``) if the state's ledger does not fit.
             ValueError: if the state comes from another door, or was saved for
                 another dataset, batch size, last-batch policy or sampler.
         """
         engine, _ = states.unwrap_state(state, "gluon")
-        self._engine.load_state_dict(engine)
+        self._engine.load_state_dict(engine, strict=strict)
+
+    def ledger(self) -> Ledger:
+        """Return what has been consumed: counts, the chain of the ids, the data's identity.
+
+        Log it beside the model's step; two runs that logged the same ledger
+        consumed the same examples in the same order
+        (:meth:`dataset_kit.engine.Engine.ledger`).
+        """
+        return self._engine.ledger()
 
     def close(self) -> None:
         """Stop the workers and free their shared memory. Idempotent."""

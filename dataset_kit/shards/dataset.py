@@ -117,6 +117,10 @@ class StreamingDataset(DatasetMixin):
         self._prefetcher = Prefetcher(self._cache)
         self._last_prefetch: tuple | None = None
 
+    def fingerprint(self) -> str:
+        """The identity of the shards: their manifest's hash (which pins every shard's sha256)."""
+        return "manifest:" + self.manifest.sha256
+
     def __len__(self) -> int:
         return self._starts[-1]
 

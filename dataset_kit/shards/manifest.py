@@ -15,6 +15,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from dataset_kit.engine import ResumeMismatchError
 from dataset_kit.shards._columns import ENCODINGS
 
 MANIFEST_NAME = "index.json"
@@ -28,8 +29,14 @@ class ManifestError(ValueError):
     """A manifest is malformed (names the manifest and the field)."""
 
 
-class ManifestChangedError(ValueError):
-    """The manifest differs from the one a checkpoint was made with (names what changed)."""
+class ManifestChangedError(ResumeMismatchError):
+    """The manifest differs from the one a checkpoint was made with (names what changed).
+
+    A kind of :class:`~dataset_kit.engine.ResumeMismatchError` (cause ``"files"``).
+    """
+
+    def __init__(self, *args: object, cause: str = "files") -> None:
+        super().__init__(*args, cause=cause)
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ import numpy as np
 
 from dataset_kit._checks import positive_int
 from dataset_kit.convert import concat_examples
-from dataset_kit.engine import DEFAULT_BATCH_TIMEOUT, Engine, ExecutorSpec, states
+from dataset_kit.engine import DEFAULT_BATCH_TIMEOUT, Engine, ExecutorSpec, Ledger, states
 from dataset_kit.sources.cache_reader import CacheDataSource
 from dataset_kit.sources.csv_source import CsvDataSource
 from dataset_kit.sources.data_source import (
@@ -212,15 +212,31 @@ class DataIterator:
         """Return the iterator's state (the engine's, JSON-ready; door ``"nnabla"``)."""
         return states.wrap_state("nnabla", self._engine.state_dict())
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict, strict: bool = True) -> None:
         """Continue from a state of :meth:`state_dict`; no callback runs.
 
+        Args:
+            state: the state.
+            strict: refuse a state whose ledger does not fit this iterator's
+                data and orders (:class:`~dataset_kit.engine.ResumeMismatchError`,
+                naming the cause); False warns instead and loads it.
+
         Raises:
+            ResumeMismatchError: (``strict``) if the state's ledger does not fit.
             ValueError: if the state comes from another door or does not fit
                 this iterator.
         """
         engine, _ = states.unwrap_state(state, "nnabla")
-        self._engine.load_state_dict(engine)
+        self._engine.load_state_dict(engine, strict=strict)
+
+    def ledger(self) -> Ledger:
+        """Return what has been consumed: counts, the chain of the ids, the data's identity.
+
+        Log it beside the model's step; two runs that logged the same ledger
+        consumed the same examples in the same order
+        (:meth:`dataset_kit.engine.Engine.ledger`).
+        """
+        return self._engine.ledger()
 
     # -- slices --------------------------------------------------------------
 

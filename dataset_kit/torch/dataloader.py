@@ -53,6 +53,7 @@ from dataset_kit.engine import (
     BatchTimeoutError,
     Engine,
     ExecutorSpec,
+    Ledger,
     WorkerDiedError,
     WorkerError,
     states,
@@ -244,7 +245,8 @@ class DataLoader(Generic[_T_co]):
                                        base_seed_every_epoch=not persistent_workers)
             fetched = Fetch(dataset)
             self._engine = Engine(fetched, batch_size=None, order_sampler=self._order,
-                                  seed=self._seed, last_batch="keep", executor=self._executor)
+                                  seed=self._seed, last_batch="keep", executor=self._executor,
+                                  identity=dataset)
             # The first epoch is drawn: a sampler yielding lists makes each one a
             # key (workers start with the first batch, so they get this as well).
             fetched.key_type = self._order.key_type
@@ -363,13 +365,20 @@ class DataLoader(Generic[_T_co]):
         return states.wrap_state("torch", self._engine.state_dict(),
                                  torch=self._order.state_after(self._engine.position.epoch))
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict, strict: bool = True) -> None:
         """Resume from :meth:`state_dict`: the next ``iter()`` continues the saved epoch.
 
         The generators (the loader's and its samplers') and a sampler with
         ``load_state_dict`` are restored to where the saved loader had them.
 
+        Args:
+            state: the state.
+            strict: refuse a state whose ledger does not fit this iterator's
+                data and orders (:class:`~dataset_kit.engine.ResumeMismatchError`,
+                naming the cause); False warns instead and loads it.
+
         Raises:
+            ResumeMismatchError: (``strict``) if the state's ledger does not fit.
             ValueError: if the state is not a loader state (or another door's),
                 or was saved for another dataset length, batching or sampler;
                 the loader is then unchanged.
@@ -379,7 +388,8 @@ class DataLoader(Generic[_T_co]):
             return
         engine, fields = states.unwrap_state(state, "torch", {"torch": states.anything()})
         decoded = self._order.check_state(fields["torch"])
-        self._engine.load_state_dict(engine)
+        self._engine.load_state_dict(engine, strict=strict)
+
         self._order.load(self._engine.position.epoch, fields["torch"], decoded)
         self._resuming = True
 
@@ -421,6 +431,15 @@ class DataLoader(Generic[_T_co]):
         self._engine = self._stream_engine(Resume(0, int(saved["first"]), positions))
         self._streams_state = {"first": int(saved["first"]), "positions": saved["positions"]}
         self._resuming = True
+
+    def ledger(self) -> Ledger:
+        """Return what has been consumed: counts, the chain of the ids, the data's identity.
+
+        Log it beside the model's step; two runs that logged the same ledger
+        consumed the same examples in the same order
+        (:meth:`dataset_kit.engine.Engine.ledger`).
+        """
+        return self._engine.ledger()
 
     def close(self) -> None:
         """Stop the workers and free their shared memory. Idempotent."""

@@ -148,7 +148,8 @@ def test_resume_after_any_step_repeats_the_same_batches(n, b, seed, repeat, shuf
 def test_state_size_does_not_grow_with_the_dataset():
     small = json.dumps(SerialIterator(dataset(10), 2, seed=1).state_dict())
     large = json.dumps(SerialIterator(dataset(100_000), 2, seed=1).state_dict())
-    assert len(large) - len(small) < 10
+    # The length's digits appear three times (the spec and the ledger): 12 more.
+    assert len(large) - len(small) < 15
 
 
 class ReverseEachEpoch(OrderSampler):
