@@ -3,6 +3,7 @@
 Formats are storage: they import no door and no engine.
 """
 
+from dataset_kit.formats.idx import IdxFormatError
 from dataset_kit.formats.parquet import (
     FileChangedError,
     FileStamp,
@@ -15,6 +16,7 @@ from dataset_kit.formats.parquet import (
 __all__ = [
     "FileChangedError",
     "FileStamp",
+    "IdxFormatError",
     "ParquetFormatError",
     "ParquetPart",
     "ParquetReadError",
