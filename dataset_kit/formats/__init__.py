@@ -4,6 +4,7 @@ Formats are storage: they import no door and no engine.
 """
 
 from dataset_kit.formats.idx import IdxFormatError
+from dataset_kit.formats.libsvm import LibSVMFormatError
 from dataset_kit.formats.parquet import (
     FileChangedError,
     FileStamp,
@@ -17,6 +18,7 @@ __all__ = [
     "FileChangedError",
     "FileStamp",
     "IdxFormatError",
+    "LibSVMFormatError",
     "ParquetFormatError",
     "ParquetPart",
     "ParquetReadError",
