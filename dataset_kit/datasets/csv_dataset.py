@@ -10,7 +10,7 @@ import numpy as np
 
 from dataset_kit.batch import ExampleBatch
 from dataset_kit.dataset import DatasetMixin
-from dataset_kit.datasets import _csv_numbers
+from dataset_kit.formats import csv as _csv_numbers
 
 _CHUNK = 16 << 20
 # Sequential batches are served from a parsed window of about this many bytes:
