@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from dataset_kit import _uri
 from dataset_kit.image.decode import read_image
-from dataset_kit.sources import _uri
 from dataset_kit.sources.data_source import DataSource
 
 IMAGE_EXTENSIONS = (".bmp", ".jpg", ".jpeg", ".png", ".gif", ".tif", ".tiff")

@@ -1,4 +1,4 @@
-"""NNabla's file cache: a directory of .npy chunks that NNabla and dataset_kit both read.
+"""Writing NNabla's file cache: a directory of .npy chunks that NNabla and dataset_kit both read.
 
 The layout (NNabla's ``.npy`` cache format, ``cache_file_format = .npy``):
 
@@ -30,27 +30,21 @@ import csv
 import errno
 import glob
 import os
-import shutil
-import tempfile
-import weakref
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from dataset_kit._files import atomic_write, lock_for
-from dataset_kit.sources.cache_reader import (
+from dataset_kit.formats.nnabla_cache.reader import (
     INDEX_FILE,
     INFO_FILE,
     CacheFormatError,
     CacheReader,
-    _ReadsCache,
     remove_debris,
 )
-from dataset_kit.sources.data_source import DataSource
 
 CHUNK_SIZE = 100  # NNabla's data_source_file_cache_size
-LOADER_THREADS = 10  # NNabla's data_source_file_cache_num_of_threads
 
 
 def is_complete(cache_dir: str) -> bool:
@@ -58,9 +52,10 @@ def is_complete(cache_dir: str) -> bool:
     return os.path.isfile(os.path.join(cache_dir, INDEX_FILE))
 
 
-def write_cache(cache_dir: str, source: DataSource, prefix: str = "cache",
+def write_cache(cache_dir: str, variables: tuple[str, ...], size: int,
+                examples: Callable[[range], Sequence[Sequence[Any]]], prefix: str = "cache",
                 chunk_size: int = CHUNK_SIZE) -> CacheReader:
-    """Write ``source`` to ``cache_dir`` in NNabla's layout, unless a matching cache is there.
+    """Write ``size`` examples to ``cache_dir`` in NNabla's layout, unless a matching one is there.
 
     Under the directory's lock: the temporaries of killed writers are
     removed; a complete cache of the same variables and size is kept;
@@ -70,7 +65,10 @@ def write_cache(cache_dir: str, source: DataSource, prefix: str = "cache",
 
     Args:
         cache_dir: the cache directory (created if missing).
-        source: the examples to write.
+        variables: the examples' variable names, in order.
+        size: how many examples.
+        examples: ``examples(positions)`` returns the examples at a range of
+            positions (one chunk's), each a sequence of one value per variable.
         prefix: the beginning of the chunk file names.
         chunk_size: examples per chunk file.
 
@@ -81,13 +79,13 @@ def write_cache(cache_dir: str, source: DataSource, prefix: str = "cache",
     Raises:
         ValueError: if an example's part has another shape than the same
             part of the chunk's first example (naming variable and position),
-            or ``source`` has variables but no examples.
+            or there are variables but no examples.
         OSError: with ``errno.ENOSPC`` naming ``cache_dir`` if the disk
             filled up; nothing of the new cache is left.
     """
-    if not source.size and source.variables:
+    if not size and variables:
         raise ValueError(f"a file cache of no examples cannot hold the variables "
-                         f"{source.variables} (readers take an empty index for a cut one)")
+                         f"{variables} (readers take an empty index for a cut one)")
     os.makedirs(cache_dir, exist_ok=True)
     with lock_for(cache_dir):
         remove_debris(cache_dir, under_lock=True)
@@ -96,8 +94,8 @@ def write_cache(cache_dir: str, source: DataSource, prefix: str = "cache",
                 reader: CacheReader | None = CacheReader(cache_dir)
             except CacheFormatError:
                 reader = None
-            if reader is not None and reader.variables == source.variables \
-                    and reader.size == source.size:
+            if reader is not None and reader.variables == variables \
+                    and reader.size == size:
                 return reader
             os.remove(os.path.join(cache_dir, INDEX_FILE))
         with contextlib.suppress(FileNotFoundError):
@@ -107,7 +105,7 @@ def write_cache(cache_dir: str, source: DataSource, prefix: str = "cache",
             os.remove(stale)
         written: list[str] = []
         try:
-            _write_files(cache_dir, source, prefix, chunk_size, written)
+            _write_files(cache_dir, variables, size, examples, prefix, chunk_size, written)
         except BaseException as error:
             for path in reversed(written):
                 with contextlib.suppress(FileNotFoundError):
@@ -124,28 +122,28 @@ def write_cache(cache_dir: str, source: DataSource, prefix: str = "cache",
 _DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 
 
-def _write_files(cache_dir: str, source: DataSource, prefix: str, chunk_size: int,
-                 written: list[str]) -> None:
+def _write_files(cache_dir: str, variables: tuple[str, ...], size: int,
+                 examples: Callable[[range], Sequence[Sequence[Any]]], prefix: str,
+                 chunk_size: int, written: list[str]) -> None:
     """Write the chunks, ``cache_info.csv`` and ``cache_index.csv``; list each in ``written``."""
     names: list[tuple[str, int, int]] = []
     layout: list[tuple] = []  # each variable's (dtype, example shape), from the first chunk
-    with ThreadPoolExecutor(LOADER_THREADS) as pool:
-        for first in range(0, source.size, chunk_size):
-            positions = range(first, min(first + chunk_size, source.size))
-            examples = list(pool.map(source._get_data, positions))
-            name = f"{prefix}_{first:08d}_{positions[-1]:08d}.npy"
-            written.append(os.path.join(cache_dir, name))
-            with atomic_write(written[-1]) as temp:
-                with open(temp, "wb") as f:
-                    for k, variable in enumerate(source.variables):
-                        array = _stack(variable, [ex[k] for ex in examples], first)
-                        _check_layout(layout, k, variable, array, first)
-                        np.save(_Stream(f), array)
-            names.append((name, len(positions), source.size))
+    for first in range(0, size, chunk_size):
+        positions = range(first, min(first + chunk_size, size))
+        chunk = examples(positions)
+        name = f"{prefix}_{first:08d}_{positions[-1]:08d}.npy"
+        written.append(os.path.join(cache_dir, name))
+        with atomic_write(written[-1]) as temp:
+            with open(temp, "wb") as f:
+                for k, variable in enumerate(variables):
+                    array = _stack(variable, [ex[k] for ex in chunk], first)
+                    _check_layout(layout, k, variable, array, first)
+                    np.save(_Stream(f), array)
+        names.append((name, len(positions), size))
     written.append(os.path.join(cache_dir, INFO_FILE))
     with atomic_write(written[-1]) as temp:
         with open(temp, "w", newline="") as f:
-            csv.writer(f, lineterminator="\n").writerows((v,) for v in source.variables)
+            csv.writer(f, lineterminator="\n").writerows((v,) for v in variables)
     with atomic_write(os.path.join(cache_dir, INDEX_FILE)) as temp:
         with open(temp, "w", newline="") as f:
             csv.writer(f, lineterminator="\n").writerows(names)
@@ -187,53 +185,3 @@ def _stack(variable: str, parts: list, first: int) -> np.ndarray:
                 f"variable {variable!r}: example {first + k} has shape {a.shape}, but example "
                 f"{first} has {arrays[0].shape}; a file cache needs parts of one shape")
     return np.stack(arrays)
-
-
-class DataSourceWithFileCache(_ReadsCache):
-    """Another source, written once to a file cache and read from there (NNabla's).
-
-    The cache is built when this is constructed (as in NNabla), or reused
-    when ``cache_dir`` already holds a complete cache of the same variables
-    and size. With ``cache_dir=None`` it lives in a temporary directory that
-    is removed by :meth:`close` (a :class:`~dataset_kit.sources.DataIterator`
-    closes its source) or when this object is garbage-collected.
-
-    Args:
-        data_source: the source to cache.
-        cache_dir: the cache directory, or None for a temporary one.
-        cache_file_name_prefix: the beginning of the chunk file names.
-        shuffle: whether iterators shuffle each epoch.
-        rng: see :class:`~dataset_kit.sources.DataSource`.
-    """
-
-    def __init__(self, data_source: DataSource, cache_dir: str | None = None,
-                 cache_file_name_prefix: str = "cache", shuffle: bool = False,
-                 rng: Any = None) -> None:
-        super().__init__(shuffle=shuffle, rng=rng)
-        self._data_source = data_source
-        self._cache_dir = tempfile.mkdtemp(prefix="dataset_kit_cache_") if cache_dir is None \
-            else os.path.abspath(os.fspath(cache_dir))
-        self._remove = weakref.finalize(self, _remove_if_owner, self._cache_dir, os.getpid()) \
-            if cache_dir is None else None
-        self._use_reader(write_cache(self._cache_dir, data_source, cache_file_name_prefix))
-
-    @property
-    def cache_dir(self) -> str:
-        """Where the cache is."""
-        return self._cache_dir
-
-    def __getstate__(self) -> dict:
-        state = self.__dict__.copy()
-        state["_remove"] = None  # only the process that made the directory removes it
-        return state
-
-    def close(self) -> None:
-        super().close()  # the reader's open chunk files first
-        if self._remove is not None:
-            self._remove()
-        self._data_source.close()
-
-
-def _remove_if_owner(path: str, owner: int) -> None:
-    if os.getpid() == owner:
-        shutil.rmtree(path, ignore_errors=True)
