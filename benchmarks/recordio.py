@@ -43,10 +43,10 @@ try:
 except ImportError:
     mx = None
 
+from dataset_kit.formats.recordio._format import parse
+from dataset_kit.formats.recordio._index import read_index
 from dataset_kit.io import ImageRecordIter
 from dataset_kit.recordio import IndexedRecordReader, IndexedRecordWriter, RecordReader, im2rec
-from dataset_kit.recordio._format import parse
-from dataset_kit.recordio._index import read_index
 
 RECORD = 100 << 10
 

@@ -52,11 +52,11 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
 
 from dataset_kit.distributed import ShardedIterator  # noqa: E402
+from dataset_kit.formats.shards._columns import DECODE  # noqa: E402
+from dataset_kit.formats.shards._layout import ShardFile  # noqa: E402
 from dataset_kit.iterators import SerialIterator  # noqa: E402
 from dataset_kit.shards import ShardOrderSampler, ShardWriter, StreamingDataset  # noqa: E402
 from dataset_kit.shards._cache import cached_name  # noqa: E402
-from dataset_kit.shards._columns import DECODE  # noqa: E402
-from dataset_kit.shards._layout import ShardFile  # noqa: E402
 
 # 100 KB images: shards of 16 MB (160 images) and batches of 64, so that a
 # first batch needs one shard, as it does for 1 KB records in 4 MB shards.

@@ -72,5 +72,17 @@ def test_the_how_to_extend_dry_runs_name_files_that_exist():
     text = section("How to extend")
     root = Path(dataset_kit.__file__).parent.parent
     for name in ("dataset_kit/engine/_statemachine.py", "tests/engine/test_last_batch_policy.py",
-                 "tests/test_import_contract.py", "docs/examples/epoch_loader.py"):
+                 "tests/test_import_contract.py", "docs/examples/epoch_loader.py",
+                 "dataset_kit/formats/idx.py", "tests/formats/test_idx.py",
+                 "dataset_kit/formats/__init__.py", "dataset_kit/datasets/mnist.py"):
         assert f"``{name}``" in text and (root / name).exists(), name
+
+
+def test_the_file_formats_table_names_the_modules_of_formats():
+    text = section("File formats")
+    formats = Path(dataset_kit.__file__).parent / "formats"
+    present = {p.name + ("/" if p.is_dir() else "") for p in formats.iterdir()
+               if p.name != "__init__.py" and (p.suffix == ".py" or (p / "__init__.py").exists())}
+    documented = {name.split("/", 1)[1] for name in literals(text)
+                  if name.startswith("formats/")}
+    assert documented == present

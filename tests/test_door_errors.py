@@ -17,6 +17,7 @@ from dataset_kit._http import DownloadError
 from dataset_kit._mxnet_errors import MXNetError
 from dataset_kit.distributed import ShardedIterator
 from dataset_kit.download import HashMismatchError, OfflineError
+from dataset_kit.formats.nnabla_cache import CacheFormatError
 from dataset_kit.image.decode import CorruptImageError
 from dataset_kit.iterators import (
     MultiprocessIterator,
@@ -38,7 +39,6 @@ from dataset_kit.shards import (
     StreamingDataset,
 )
 from dataset_kit.sources import data_iterator_simple
-from dataset_kit.sources._npy_chunk import CacheFormatError
 from tests.shards.conftest import write
 
 # Every error class the docs name that reading a dataset can raise.

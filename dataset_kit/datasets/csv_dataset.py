@@ -10,7 +10,7 @@ import numpy as np
 
 from dataset_kit.batch import ExampleBatch
 from dataset_kit.dataset import DatasetMixin
-from dataset_kit.datasets import _csv_numbers
+from dataset_kit.formats import csv as csv_format
 
 _CHUNK = 16 << 20
 # Sequential batches are served from a parsed window of about this many bytes:
@@ -149,17 +149,17 @@ class CSVArrayDataset(DatasetMixin):
         commas = np.diff(np.searchsorted(np.flatnonzero(raw == 44), np.append(-1, ends)))
         if np.any(commas != self._columns - 1):
             self._raise_for_first_bad_line(block, rows)
-        values = _csv_numbers.parse_numbers(block, len(ends), self._columns, self.dtype)
+        values = csv_format.parse_numbers(block, len(ends), self._columns, self.dtype)
         if values is None and self._fill is not None:
-            block = _csv_numbers.fill_missing(block, self._fill)
-            values = _csv_numbers.parse_numbers(block, len(ends), self._columns, self.dtype)
+            block = csv_format.fill_missing(block, self._fill)
+            values = csv_format.parse_numbers(block, len(ends), self._columns, self.dtype)
         if values is None:
             self._raise_for_first_bad_line(block, rows)
         return values.reshape(-1, *self.row_shape)
 
     def _raise_for_first_bad_line(self, block: bytes, rows: int | np.ndarray) -> NoReturn:
         """Find the malformed line of a block that failed to parse, and name it (error path)."""
-        k, reason = _csv_numbers.first_bad_line(block, self._columns, self.dtype)
+        k, reason = csv_format.first_bad_line(block, self._columns, self.dtype)
         row = rows + k if isinstance(rows, int) else int(rows[k])
         raise ValueError(f"{self.path}, line {row + 1}: {reason} "
                          f"(row_shape {self.row_shape})")

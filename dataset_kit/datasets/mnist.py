@@ -8,7 +8,6 @@ so the second call loads in milliseconds).
 
 from __future__ import annotations
 
-import gzip
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -18,6 +17,7 @@ import numpy as np
 from dataset_kit.datasets._mirrors import fetch
 from dataset_kit.datasets.tuple_dataset import TupleDataset
 from dataset_kit.download import cache_or_load_file, get_dataset_directory
+from dataset_kit.formats import idx
 
 # sha256 of the upstream files: the _CHECKSUMS tables of torchvision's
 # prototype datasets (pytorch/vision, torchvision/prototype/datasets/_builtin/mnist.py).
@@ -83,18 +83,11 @@ def read_idx(path: str, magic: int) -> np.ndarray:
     """Return the array of a gzipped IDX file whose magic number must be ``magic``.
 
     Raises:
-        ValueError: naming ``path``, if the magic or the size does not match its header.
+        IdxFormatError: (a ValueError) naming ``path``, if the magic or the size
+            does not match its header.
     """
-    with gzip.open(path, "rb") as f:
-        data = f.read()
-    found = int.from_bytes(data[:4], "big")
-    if found != magic:
-        raise ValueError(f"{path} is not an IDX file of magic {magic} (found {found})")
-    dims = [int.from_bytes(data[4 + 4 * k:8 + 4 * k], "big") for k in range(magic & 0xFF)]
-    values = np.frombuffer(data, np.uint8, offset=4 + 4 * len(dims))
-    if values.size != int(np.prod(dims)):
-        raise ValueError(f"{path} holds {values.size} values, its header says {dims}")
-    return values.reshape(dims[0], -1) if len(dims) > 1 else values
+    values = idx.read_idx(path, magic - 0x800)
+    return values.reshape(len(values), -1) if values.ndim > 1 else values
 
 
 def read_split(family: str, split: str, mirrors: Sequence[str] | None) -> Any:

@@ -9,7 +9,7 @@ import numpy as np
 
 from dataset_kit import _files
 from dataset_kit.datasets.gluon_dataset import Dataset
-from dataset_kit.recordio.record_file import IndexedRecordReader
+from dataset_kit.formats.recordio.record_file import IndexedRecordReader
 
 
 class RecordFileDataset(Dataset):
@@ -85,7 +85,7 @@ class ImageRecordDataset(RecordFileDataset):
     # An image record dataset is a record file dataset whose examples are the
     # decoded records (MXNet's class hierarchy), not the bytes.
     def get_example(self, i: int) -> tuple[np.ndarray, Any]:  # type: ignore[override]
-        from dataset_kit.recordio.header import unpack_img
+        from dataset_kit.formats.recordio.header import unpack_img
 
         header, image = unpack_img(self.record_view(i), 1 if self._flag else 0, self._where(i))
         label = header.label if header.flag > 0 else float(header.label)

@@ -3,6 +3,8 @@
 Formats are storage: they import no door and no engine.
 """
 
+from dataset_kit.formats.idx import IdxFormatError
+from dataset_kit.formats.libsvm import LibSVMFormatError
 from dataset_kit.formats.parquet import (
     FileChangedError,
     FileStamp,
@@ -15,6 +17,8 @@ from dataset_kit.formats.parquet import (
 __all__ = [
     "FileChangedError",
     "FileStamp",
+    "IdxFormatError",
+    "LibSVMFormatError",
     "ParquetFormatError",
     "ParquetPart",
     "ParquetReadError",

@@ -43,6 +43,8 @@ from dataset_kit._example_context import map_examples
 from dataset_kit.convert import concat_examples
 from dataset_kit.dataset import DatasetMixin
 from dataset_kit.engine import DEFAULT_BATCH_TIMEOUT, Engine, ExecutorSpec
+from dataset_kit.formats.recordio.header import unpack
+from dataset_kit.formats.recordio.record_file import IndexedRecordReader
 from dataset_kit.image import _resize
 from dataset_kit.image._draws import one_generator
 from dataset_kit.image.augmenters import CreateAugmenter
@@ -50,8 +52,6 @@ from dataset_kit.image.decode import load_decoders
 from dataset_kit.image.functional import decode_hwc
 from dataset_kit.io._engine_iter import LAST_BATCH_HANDLE, EngineDataIter
 from dataset_kit.io.data_iter import DataDesc
-from dataset_kit.recordio.header import unpack
-from dataset_kit.recordio.record_file import IndexedRecordReader
 
 _LABEL_DTYPES = ("int32", "float32", "int64", "float64")
 # How this class counts DataBatch.pad under each policy (MXNet's ImageIter).

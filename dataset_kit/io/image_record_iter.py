@@ -50,6 +50,7 @@ from dataset_kit.convert import concat_examples
 from dataset_kit.dataset import DatasetMixin
 from dataset_kit.datasets.record_dataset import RecordFileDataset
 from dataset_kit.engine import DEFAULT_BATCH_TIMEOUT, Engine, ExecutorSpec
+from dataset_kit.formats.recordio.header import unpack_img
 from dataset_kit.image import _resize
 from dataset_kit.image.affine import INTERPOLATIONS
 from dataset_kit.image.decode import load_decoders
@@ -60,7 +61,6 @@ from dataset_kit.io._record_augment import AugmentParams, RecordAugment
 from dataset_kit.io.data_iter import DataDesc
 from dataset_kit.io.errors import mxnet_error
 from dataset_kit.io.mnist_iter import _part
-from dataset_kit.recordio.header import unpack_img
 
 _AUGMENT_FIELDS = {f.name for f in dataclasses.fields(AugmentParams)} - {
     "data_shape", "mean", "std", "rotate_list", "dtype", "seed_aug"}

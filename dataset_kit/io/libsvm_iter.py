@@ -30,6 +30,7 @@ from dataset_kit._checks import positive_int
 from dataset_kit.dataset import DatasetMixin
 from dataset_kit.datasets import SubDataset
 from dataset_kit.engine import Engine, ExecutorSpec
+from dataset_kit.formats import libsvm
 from dataset_kit.io._engine_iter import NativeDataIter
 from dataset_kit.io._options import ignore_unknown
 from dataset_kit.io.csr import make_csr
@@ -39,40 +40,17 @@ from dataset_kit.io.mnist_iter import _part
 
 
 def read_libsvm(path: str | os.PathLike, columns: int) -> tuple[np.ndarray, tuple]:
-    """Read a LibSVM file: the leading numbers, and the rows as CSR arrays.
-
-    Returns:
-        ``(labels, (data, indices, indptr))``.
+    """Read a LibSVM file (:func:`dataset_kit.formats.libsvm.read_libsvm`), MXNet's errors.
 
     Raises:
         FileNotFoundError: if the file does not exist.
         MXNetError: for a malformed line or an index outside ``[0, columns)``,
             naming the file and line.
     """
-    path = os.fspath(path)
-    labels, data, indices, indptr = [], [], [], [0]
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
-            fields = line.split("#", 1)[0].split()
-            if not fields:
-                continue
-            try:
-                labels.append(float(fields[0].split(":", 1)[0]))
-                for field in fields[1:]:
-                    if field.startswith("qid:"):
-                        continue
-                    key, value = field.split(":", 1)
-                    index = int(key)
-                    if not 0 <= index < columns:
-                        raise ValueError(f"index {index} is outside [0, {columns}) (data_shape)")
-                    indices.append(index)
-                    data.append(float(value))
-            except ValueError as error:
-                raise mxnet_error(f"{path}, line {number}: not a LibSVM row: {error}") from None
-            indptr.append(len(indices))
-    return (np.asarray(labels, np.float32),
-            (np.asarray(data, np.float32), np.asarray(indices, np.int64),
-             np.asarray(indptr, np.int64)))
+    try:
+        return libsvm.read_libsvm(path, columns)
+    except libsvm.LibSVMFormatError as error:
+        raise mxnet_error(str(error)) from None
 
 
 class _Rows(DatasetMixin):

@@ -18,7 +18,6 @@ other keywords          ignored with a warning (MXNet ignores them silently)
 
 from __future__ import annotations
 
-import gzip
 import logging
 import os
 from typing import Any
@@ -28,6 +27,7 @@ import numpy as np
 from dataset_kit._checks import non_negative_int, positive_int
 from dataset_kit.datasets import TupleDataset
 from dataset_kit.engine import Engine
+from dataset_kit.formats import idx
 from dataset_kit.io._engine_iter import NativeDataIter
 from dataset_kit.io._options import ignore_unknown
 from dataset_kit.io.data_iter import DataDesc
@@ -43,22 +43,10 @@ def read_idx(path: str | os.PathLike, ndim: int) -> np.ndarray:
         FileNotFoundError: if the file does not exist.
         MXNetError: if it is not such an IDX file (magic, or size against the header).
     """
-    path = os.fspath(path)
-    with open(path, "rb") as f:
-        data = f.read()
-    if data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
-    magic = 0x800 + ndim
-    found = int.from_bytes(data[:4], "big")
-    if found != magic:
-        raise mxnet_error(f"invalid mnist format: {path} has magic {found}, expected {magic} "
-                          f"(uint8, {ndim} dimensions)")
-    dims = [int.from_bytes(data[4 + 4 * k:8 + 4 * k], "big") for k in range(ndim)]
-    values = np.frombuffer(data, np.uint8, offset=4 + 4 * ndim)
-    if values.size != int(np.prod(dims)):
-        raise mxnet_error(f"invalid mnist format: {path} holds {values.size} values, its "
-                          f"header says {dims}")
-    return values.reshape(dims)
+    try:
+        return idx.read_idx(path, ndim)
+    except idx.IdxFormatError as error:
+        raise mxnet_error(f"invalid mnist format: {error}") from None
 
 
 def _part(count: int, num_parts: int, part_index: int) -> slice:

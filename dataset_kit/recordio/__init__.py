@@ -1,14 +1,23 @@
-"""Record files, byte-compatible with MXNet's RecordIO (dmlc-core), and their headers."""
+"""Record files, byte-compatible with MXNet's RecordIO (dmlc-core), and their headers.
 
-from dataset_kit.recordio._format import RecordIOError
-from dataset_kit.recordio.header import IRHeader, pack, pack_img, unpack, unpack_img
-from dataset_kit.recordio.mxrecordio import MXIndexedRecordIO, MXRecordIO
-from dataset_kit.recordio.record_file import (
+The public package, with MXNet's names. The format itself (the record layout,
+the index, the readers and writers) lives in :mod:`dataset_kit.formats.recordio`;
+this package re-exports it and adds MXNet's ``MXRecordIO`` classes and ``im2rec``.
+"""
+
+from dataset_kit.formats.recordio import (
     IndexedRecordReader,
     IndexedRecordWriter,
+    IRHeader,
+    RecordIOError,
     RecordReader,
     RecordWriter,
+    pack,
+    pack_img,
+    unpack,
+    unpack_img,
 )
+from dataset_kit.recordio.mxrecordio import MXIndexedRecordIO, MXRecordIO
 
 __all__ = ["IRHeader", "IndexedRecordReader", "IndexedRecordWriter", "MXIndexedRecordIO",
            "MXRecordIO", "RecordIOError", "RecordReader", "RecordWriter", "pack", "pack_img",

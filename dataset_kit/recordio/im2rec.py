@@ -19,10 +19,10 @@ from collections.abc import Iterator, Sequence
 from tqdm import tqdm
 
 from dataset_kit.dataset import DatasetMixin
+from dataset_kit.formats.recordio.header import IRHeader, pack
+from dataset_kit.formats.recordio.record_file import IndexedRecordWriter
 from dataset_kit.image.decode import pillow
 from dataset_kit.iterators import MultiprocessIterator, SerialIterator
-from dataset_kit.recordio.header import IRHeader, pack
-from dataset_kit.recordio.record_file import IndexedRecordWriter
 
 DEFAULT_EXTS = (".jpeg", ".jpg", ".png")
 

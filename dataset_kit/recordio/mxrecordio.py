@@ -21,7 +21,7 @@ MXNet                              here
 
 Where they differ, on purpose: a writer's files appear when it is closed (or
 collected), never half written, and the readers check what they read (see
-:mod:`dataset_kit.recordio.record_file`). A reader may be used in a forked
+:mod:`dataset_kit.formats.recordio.record_file`). A reader may be used in a forked
 child (reads are positional), where MXNet raises; a writer may not, as in
 MXNet. Pickling a reader pickles the open file (its identity is checked when
 it is unpickled) and the copy starts at the first record, as MXNet's reopened
@@ -37,7 +37,7 @@ import io
 import os
 from typing import Any, TypeVar
 
-from dataset_kit.recordio.record_file import (
+from dataset_kit.formats.recordio.record_file import (
     IndexedRecordReader,
     IndexedRecordWriter,
     RecordReader,

@@ -7,11 +7,16 @@ local shard cache; iterate with the ordinary iterators and a
 of shards.
 """
 
+from dataset_kit.formats.shards import (
+    Manifest,
+    ManifestChangedError,
+    ManifestError,
+    ShardFormatError,
+    ShardInfo,
+)
 from dataset_kit.shards._cache import CacheFullError, ShardIntegrityError
 from dataset_kit.shards._download import ShardDownloadError, ShardTimeoutError
-from dataset_kit.shards._layout import ShardFormatError
 from dataset_kit.shards.dataset import StreamingDataset
-from dataset_kit.shards.manifest import Manifest, ManifestChangedError, ManifestError, ShardInfo
 from dataset_kit.shards.sampler import ShardOrderSampler
 from dataset_kit.shards.writer import ShardWriter
 

@@ -27,8 +27,9 @@ import threading
 from typing import Any
 
 from dataset_kit import _files
-from dataset_kit.shards import _download, _handoff, _layout, _reboot, _remote
-from dataset_kit.shards.manifest import Manifest, ShardInfo
+from dataset_kit.formats.shards import _layout
+from dataset_kit.formats.shards.manifest import Manifest, ShardInfo
+from dataset_kit.shards import _download, _handoff, _reboot, _remote
 
 _POLL = 0.002  # seconds between tries of a shard's lock held elsewhere
 

@@ -15,12 +15,12 @@ from dataset_kit import _example_context
 from dataset_kit._checks import non_negative_int, positive_int
 from dataset_kit.dataset import DatasetMixin
 from dataset_kit.download import get_dataset_directory
+from dataset_kit.formats.shards._columns import DECODE, IMAGES
+from dataset_kit.formats.shards.manifest import MANIFEST_NAME, Manifest
 from dataset_kit.shards import _remote
 from dataset_kit.shards._cache import ShardCache
-from dataset_kit.shards._columns import DECODE, IMAGES
 from dataset_kit.shards._open_shards import OpenShards
 from dataset_kit.shards._prefetch import OrderPlan, Prefetcher
-from dataset_kit.shards.manifest import MANIFEST_NAME, Manifest
 
 
 class StreamingDataset(DatasetMixin):

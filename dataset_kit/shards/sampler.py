@@ -25,7 +25,7 @@ import numpy as np
 from dataset_kit import _block_order
 from dataset_kit._checks import non_negative_int, positive_int
 from dataset_kit.engine import OrderSampler, draw_seed
-from dataset_kit.shards.manifest import Manifest
+from dataset_kit.formats.shards.manifest import Manifest
 
 
 class ShardOrderSampler(OrderSampler):

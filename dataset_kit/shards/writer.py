@@ -8,9 +8,10 @@ from typing import Any
 
 from dataset_kit import _files
 from dataset_kit._checks import positive_int
-from dataset_kit.shards import _layout, _remote
-from dataset_kit.shards._columns import ENCODE, check_columns
-from dataset_kit.shards.manifest import MANIFEST_NAME, Manifest, ShardInfo
+from dataset_kit.formats.shards import _layout
+from dataset_kit.formats.shards._columns import ENCODE, check_columns
+from dataset_kit.formats.shards.manifest import MANIFEST_NAME, Manifest, ShardInfo
+from dataset_kit.shards import _remote
 
 DEFAULT_SHARD_SIZE = 64 << 20
 

@@ -2,8 +2,9 @@
 
 A :class:`DataSource` is a dataset (any iterator can consume it); a
 :class:`DataIterator` is the engine with NNabla's names, epoch callbacks and
-``slice``; the caches keep NNabla's file layout (:mod:`.file_cache`) and add
-atomic writes, crash detection and a lock.
+``slice``; the caches keep NNabla's file layout
+(:mod:`dataset_kit.formats.nnabla_cache.writer`) and add atomic writes, crash
+detection and a lock.
 """
 
 from dataset_kit.sources.cache_reader import CacheDataSource, CacheFormatError

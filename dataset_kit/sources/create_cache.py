@@ -23,10 +23,10 @@ import shutil
 from collections.abc import Sequence
 from typing import Any
 
+from dataset_kit import _uri
 from dataset_kit._checks import non_negative_int
 from dataset_kit._files import atomic_write, lock_for
-from dataset_kit.sources import _uri
-from dataset_kit.sources.cache_reader import INDEX_FILE
+from dataset_kit.formats.nnabla_cache.reader import INDEX_FILE
 from dataset_kit.sources.csv_source import CsvDataSource
 from dataset_kit.sources.data_source import DataSource
 from dataset_kit.sources.file_cache import write_cache

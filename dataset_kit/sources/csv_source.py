@@ -17,17 +17,16 @@ one row per line) or a ``.npy`` array.
 
 from __future__ import annotations
 
-import codecs
-import csv
-import io
 import os
 from collections import OrderedDict
 from typing import Any
 
 import numpy as np
 
+from dataset_kit import _uri
+from dataset_kit.formats.csv import read_csv_rows
+from dataset_kit.formats.nnabla_csv import parse_name, refuse_duplicate_columns
 from dataset_kit.image.decode import read_image
-from dataset_kit.sources import _uri
 from dataset_kit.sources.data_source import DataSource
 
 IMAGE_EXTENSIONS = (".bmp", ".jpg", ".jpeg", ".png", ".gif", ".tif", ".tiff")
@@ -71,8 +70,8 @@ class CsvDataSource(DataSource):
                                  f"header has {len(header)}")
             self._rows.append([row[k] for k in kept])
         self._lines = [line for line, row in enumerate(rows, start=2) if row]
-        self._columns = [_parse_name(name) for name in self._header]
-        _refuse_duplicate_columns(header, self._filename)
+        self._columns = [parse_name(name) for name in self._header]
+        refuse_duplicate_columns(header, self._filename)
         self._variables = tuple(OrderedDict.fromkeys(v for v, _ in self._columns))
         self._size = len(self._rows)
         self.reset()
@@ -121,70 +120,3 @@ class CsvDataSource(DataSource):
         if self._normalize:
             return image * (1.0 / 255.0)
         return image
-
-
-def read_csv_rows(path: str, name: str) -> list[list[str]]:
-    """Return the rows of a UTF-8 CSV file (a leading byte-order mark is skipped).
-
-    Args:
-        path: the local file.
-        name: how to name it in an error (its path or URL).
-
-    Raises:
-        ValueError: if the file is not UTF-8 (naming the line and byte
-            offset) or a row does not parse, such as a cell over
-            :func:`csv.field_size_limit` (naming the line).
-        OSError: if the file cannot be read.
-    """
-    with open(path, "rb") as f:
-        data = f.read()
-    skip = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
-    try:
-        text = data[skip:].decode("utf-8")
-    except UnicodeDecodeError as error:
-        offset = skip + error.start
-        line = data.count(b"\n", 0, offset) + 1
-        raise ValueError(f"{name} line {line}: byte {data[offset]:#04x} at offset {offset} is "
-                         f"not UTF-8 ({error.reason}); save the file as UTF-8") from None
-    reader = csv.reader(io.StringIO(text, newline=""))
-    rows = []
-    try:
-        for row in reader:
-            rows.append(row)
-    except csv.Error as error:
-        raise ValueError(f"{name} line {reader.line_num}: {error}") from None
-    return rows
-
-
-def _parse_name(name: str) -> tuple[str, bool]:
-    """Return (variable, whether the column is one element of a vector) for a header cell."""
-    variable = name.split(":", 1)[0]
-    if "__" in variable:
-        return variable.split("__", 1)[0], True
-    return variable, False
-
-
-def _refuse_duplicate_columns(header: list[str], filename: str) -> None:
-    """Raise if two header cells name the same value (one would silently replace the other).
-
-    A plain ``x`` twice, the same ``x__k`` twice, or ``x`` beside ``x__k``.
-
-    Raises:
-        ValueError: naming the file and both columns (1-based, as an editor counts).
-    """
-    seen: dict[str, int] = {}
-    for column, name in enumerate(header, start=1):
-        if name.startswith("#"):  # a comment column: not read
-            continue
-        element = name.split(":", 1)[0]
-        variable, indexed = _parse_name(name)
-        for key in (element, variable if indexed else variable + "__"):
-            if key in seen:
-                first = seen[key]
-                raise ValueError(
-                    f"{filename} line 1: column {column} ({name!r}) names the same variable "
-                    f"as column {first} ({header[first - 1]!r}); each column must have a "
-                    f"name of its own")
-        seen[element] = column
-        # An indexed element marks its variable so a plain column of that name is refused.
-        seen[variable + "__" if indexed else variable] = column

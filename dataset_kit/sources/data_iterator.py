@@ -428,7 +428,7 @@ def data_iterator_cache(uri: str, batch_size: int, shuffle: bool = False, rng: A
                         epoch_end_callbacks: Sequence[Callback] = (), *,
                         use_thread: bool = True, stop_exhausted: bool = False,
                         n_processes: int | None = None) -> DataIterator:
-    """Batches of a cache directory (see :mod:`dataset_kit.sources.file_cache`).
+    """Batches of a cache directory (see :mod:`dataset_kit.formats.nnabla_cache.writer`).
 
     ``normalize`` scales uint8 (and uint16) parts to float32 in [0, 1];
     without it the stored dtypes come back unchanged. The memory cache is on

@@ -1,34 +1,17 @@
-"""NNabla's file cache: a directory of .npy chunks that NNabla and dataset_kit both read.
+"""NNabla's ``DataSourceWithFileCache``: another source, written once to a file cache.
 
-The layout (NNabla's ``.npy`` cache format, ``cache_file_format = .npy``):
+The format (NNabla's ``.npy`` cache layout, written atomically, index last,
+under the directory's lock) lives in :mod:`dataset_kit.formats.nnabla_cache`;
+this module is the door's source over it and keeps ``write_cache`` (over a
+source) and ``CHUNK_SIZE`` importable from here.
 
-``{prefix}_{first:08d}_{last:08d}.npy``
-    One chunk: examples ``first`` to ``last`` (inclusive) of the source, at
-    most :data:`CHUNK_SIZE` of them. The file is one ``numpy.save`` per
-    variable, one after another, in the order of ``cache_info.csv``: the
-    stacked values of that variable for the chunk's examples (a value that
-    is not an array is stored as a float32 array, as NNabla stores it).
-``cache_info.csv``
-    The variable names, one per line.
-``cache_index.csv``
-    One line per chunk, in order: ``file name,number of examples,total``,
-    where ``total`` (the cache's number of examples, on every line) is
-    dataset_kit's addition: NNabla reads the first two columns only, and a
-    reader that finds a total knows when lines are missing.
-
-dataset_kit writes every chunk atomically and ``cache_index.csv`` last, so
-a directory with an index is complete; a directory without one (its writer
-died, or the disk filled up) is rebuilt, never half-read. Writers of one
-directory take its lock, so concurrent builders build it once, and the next
-build or open removes the temporaries of killed writers.
+The examples of a chunk are read from the source on NNabla's
+``data_source_file_cache_num_of_threads`` threads, not through the engine's
+executor: see "The NNabla file cache's threads" in docs/architecture.rst.
 """
 
 from __future__ import annotations
 
-import contextlib
-import csv
-import errno
-import glob
 import os
 import shutil
 import tempfile
@@ -36,37 +19,24 @@ import weakref
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import numpy as np
-
-from dataset_kit._files import atomic_write, lock_for
-from dataset_kit.sources.cache_reader import (
-    INDEX_FILE,
-    INFO_FILE,
-    CacheFormatError,
-    CacheReader,
-    _ReadsCache,
-    remove_debris,
-)
+from dataset_kit.formats.nnabla_cache import writer
+from dataset_kit.formats.nnabla_cache.reader import CacheReader
+from dataset_kit.formats.nnabla_cache.writer import CHUNK_SIZE, is_complete
+from dataset_kit.sources.cache_reader import _ReadsCache
 from dataset_kit.sources.data_source import DataSource
 
-CHUNK_SIZE = 100  # NNabla's data_source_file_cache_size
+__all__ = ["CHUNK_SIZE", "LOADER_THREADS", "DataSourceWithFileCache", "is_complete",
+           "write_cache"]
+
 LOADER_THREADS = 10  # NNabla's data_source_file_cache_num_of_threads
-
-
-def is_complete(cache_dir: str) -> bool:
-    """Whether ``cache_dir`` holds a finished cache (its index is written last)."""
-    return os.path.isfile(os.path.join(cache_dir, INDEX_FILE))
 
 
 def write_cache(cache_dir: str, source: DataSource, prefix: str = "cache",
                 chunk_size: int = CHUNK_SIZE) -> CacheReader:
     """Write ``source`` to ``cache_dir`` in NNabla's layout, unless a matching cache is there.
 
-    Under the directory's lock: the temporaries of killed writers are
-    removed; a complete cache of the same variables and size is kept;
-    anything else of this prefix is removed and the cache written again,
-    chunk by chunk, index last. A build that fails removes what it wrote, so
-    the directory holds nothing that looks complete.
+    :func:`dataset_kit.formats.nnabla_cache.writer.write_cache` over the
+    source's examples, each chunk's read on :data:`LOADER_THREADS` threads.
 
     Args:
         cache_dir: the cache directory (created if missing).
@@ -75,8 +45,7 @@ def write_cache(cache_dir: str, source: DataSource, prefix: str = "cache",
         chunk_size: examples per chunk file.
 
     Returns:
-        A reader of the cache, opened under the lock (so it is the cache
-        that was checked or written, not one another process made since).
+        A reader of the cache, opened under the lock.
 
     Raises:
         ValueError: if an example's part has another shape than the same
@@ -85,108 +54,10 @@ def write_cache(cache_dir: str, source: DataSource, prefix: str = "cache",
         OSError: with ``errno.ENOSPC`` naming ``cache_dir`` if the disk
             filled up; nothing of the new cache is left.
     """
-    if not source.size and source.variables:
-        raise ValueError(f"a file cache of no examples cannot hold the variables "
-                         f"{source.variables} (readers take an empty index for a cut one)")
-    os.makedirs(cache_dir, exist_ok=True)
-    with lock_for(cache_dir):
-        remove_debris(cache_dir, under_lock=True)
-        if is_complete(cache_dir):
-            try:
-                reader: CacheReader | None = CacheReader(cache_dir)
-            except CacheFormatError:
-                reader = None
-            if reader is not None and reader.variables == source.variables \
-                    and reader.size == source.size:
-                return reader
-            os.remove(os.path.join(cache_dir, INDEX_FILE))
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(os.path.join(cache_dir, INFO_FILE))
-        pattern = os.path.join(glob.escape(cache_dir), f"{glob.escape(prefix)}_*.npy")
-        for stale in glob.glob(pattern):
-            os.remove(stale)
-        written: list[str] = []
-        try:
-            _write_files(cache_dir, source, prefix, chunk_size, written)
-        except BaseException as error:
-            for path in reversed(written):
-                with contextlib.suppress(FileNotFoundError):
-                    os.remove(path)
-            if isinstance(error, OSError) and error.errno in _DISK_FULL:
-                raise OSError(error.errno, f"the disk holding the file cache {cache_dir} is full "
-                              f"({error.strerror}); the partial cache was removed, free some "
-                              f"space and build it again") from error
-            raise
-        return CacheReader(cache_dir)
-
-
-# Errors that mean the file system has no room left (a full disk, a user's quota).
-_DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
-
-
-def _write_files(cache_dir: str, source: DataSource, prefix: str, chunk_size: int,
-                 written: list[str]) -> None:
-    """Write the chunks, ``cache_info.csv`` and ``cache_index.csv``; list each in ``written``."""
-    names: list[tuple[str, int, int]] = []
-    layout: list[tuple] = []  # each variable's (dtype, example shape), from the first chunk
     with ThreadPoolExecutor(LOADER_THREADS) as pool:
-        for first in range(0, source.size, chunk_size):
-            positions = range(first, min(first + chunk_size, source.size))
-            examples = list(pool.map(source._get_data, positions))
-            name = f"{prefix}_{first:08d}_{positions[-1]:08d}.npy"
-            written.append(os.path.join(cache_dir, name))
-            with atomic_write(written[-1]) as temp:
-                with open(temp, "wb") as f:
-                    for k, variable in enumerate(source.variables):
-                        array = _stack(variable, [ex[k] for ex in examples], first)
-                        _check_layout(layout, k, variable, array, first)
-                        np.save(_Stream(f), array)
-            names.append((name, len(positions), source.size))
-    written.append(os.path.join(cache_dir, INFO_FILE))
-    with atomic_write(written[-1]) as temp:
-        with open(temp, "w", newline="") as f:
-            csv.writer(f, lineterminator="\n").writerows((v,) for v in source.variables)
-    with atomic_write(os.path.join(cache_dir, INDEX_FILE)) as temp:
-        with open(temp, "w", newline="") as f:
-            csv.writer(f, lineterminator="\n").writerows(names)
-
-
-def _check_layout(layout: list[tuple], k: int, variable: str, array: np.ndarray,
-                  first: int) -> None:
-    """Refuse a chunk whose variable ``k`` differs in dtype or example shape from chunk 0's.
-
-    Readers refuse such a cache (a batch is one array per variable), so it is
-    never written.
-    """
-    if len(layout) == k:
-        layout.append((array.dtype, array.shape[1:]))
-    elif layout[k] != (array.dtype, array.shape[1:]):
-        raise ValueError(
-            f"variable {variable!r}: example {first} is {array.dtype} of shape "
-            f"{array.shape[1:]}, but example 0 is {layout[k][0]} of shape {layout[k][1]}; a "
-            f"file cache needs one dtype and shape per variable")
-
-
-class _Stream:
-    """A file that ``numpy.save`` writes through ``write()``.
-
-    On a real file numpy uses ``ndarray.tofile``, which reports a full disk
-    as "N requested and M written" without an errno; through ``write()`` it is
-    an ``OSError`` with ``errno.ENOSPC``.
-    """
-
-    def __init__(self, f: Any) -> None:
-        self.write = f.write
-
-
-def _stack(variable: str, parts: list, first: int) -> np.ndarray:
-    arrays = [p if isinstance(p, np.ndarray) else np.array(p).astype(np.float32) for p in parts]
-    for k, a in enumerate(arrays):
-        if a.shape != arrays[0].shape:
-            raise ValueError(
-                f"variable {variable!r}: example {first + k} has shape {a.shape}, but example "
-                f"{first} has {arrays[0].shape}; a file cache needs parts of one shape")
-    return np.stack(arrays)
+        return writer.write_cache(cache_dir, source.variables, source.size,
+                                  lambda positions: list(pool.map(source._get_data, positions)),
+                                  prefix, chunk_size)
 
 
 class DataSourceWithFileCache(_ReadsCache):

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from dataset_kit import _uri
 from dataset_kit.download import (
     cached_download,
     cached_download_path,
@@ -39,7 +40,6 @@ from dataset_kit.download import (
     get_dataset_directory,
 )
 from dataset_kit.image.decode import pillow, read_image
-from dataset_kit.sources import _uri
 
 # NNabla's get_file_extension table: (magic bytes, their offset) per extension.
 _SIGNATURES = (

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dataset_kit.datasets import CSVArrayDataset
-from dataset_kit.datasets._csv_numbers import MISSING
+from dataset_kit.formats.csv import MISSING
 
 MISSING_SPELLINGS = ["", "NA", "null", "N/A", "#N/A", "None", "<NA>", " NA ", "NULL", "n/a"]
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dataset_kit.datasets import ImageRecordDataset, RecordFileDataset
+from dataset_kit.formats.recordio._format import MAGIC_BYTES
 from dataset_kit.recordio import (
     IndexedRecordReader,
     IndexedRecordWriter,
@@ -26,7 +27,6 @@ from dataset_kit.recordio import (
     pack,
     unpack,
 )
-from dataset_kit.recordio._format import MAGIC_BYTES
 
 payloads = st.lists(st.one_of(
     st.binary(max_size=40),

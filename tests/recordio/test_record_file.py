@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dataset_kit.formats.recordio._format import MAGIC_BYTES
 from dataset_kit.recordio import (
     IndexedRecordReader,
     IndexedRecordWriter,
@@ -23,7 +24,6 @@ from dataset_kit.recordio import (
     unpack,
     unpack_img,
 )
-from dataset_kit.recordio._format import MAGIC_BYTES
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 

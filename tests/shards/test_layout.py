@@ -2,7 +2,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dataset_kit.shards._layout import ShardFile, ShardFormatError, sample_bytes, shard_bytes
+from dataset_kit.formats.shards._layout import (
+    ShardFile,
+    ShardFormatError,
+    sample_bytes,
+    shard_bytes,
+)
 
 SHARD = shard_bytes([sample_bytes([b"a" * i, b"bc"], None) for i in range(6)])
 

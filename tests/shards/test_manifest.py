@@ -2,8 +2,8 @@ import json
 
 import pytest
 
+from dataset_kit.formats.shards.manifest import Manifest
 from dataset_kit.shards import ManifestError
-from dataset_kit.shards.manifest import Manifest
 from tests.shards.conftest import write
 
 

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dataset_kit.shards._layout import ShardFile
+from dataset_kit.formats.shards._layout import ShardFile
 from dataset_kit.shards._open_shards import OpenShards
 from tests.shards.conftest import COLUMNS, write
 

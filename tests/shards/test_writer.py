@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis.extra import numpy as hnp
 
+from dataset_kit.formats.shards._columns import DECODE, ENCODE
 from dataset_kit.shards import Manifest, ShardWriter, StreamingDataset
-from dataset_kit.shards._columns import DECODE, ENCODE
 from tests.shards.conftest import check, sigkill_when, write
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -15,7 +15,7 @@ import os
 import resource
 from collections import OrderedDict
 
-from dataset_kit.sources._npy_chunk import CacheFormatError, Chunk, identity
+from dataset_kit.formats.nnabla_cache._npy_chunk import CacheFormatError, Chunk, identity
 
 # At most this many, and at most a quarter of RLIMIT_NOFILE, so that the rest of the
 # process (sockets, workers' pipes, other readers) keeps its share.

@@ -18,7 +18,7 @@ import stat
 import weakref
 from typing import Any
 
-from dataset_kit.recordio._format import RecordIOError
+from dataset_kit.formats.recordio._format import RecordIOError
 
 # Small reads pull in this much, so small records cost one system call per window.
 WINDOW = 64 << 10

@@ -25,7 +25,7 @@ import shutil
 from collections.abc import Iterator, Sequence
 
 from dataset_kit import _files
-from dataset_kit.recordio._format import RecordIOError
+from dataset_kit.formats.recordio._format import RecordIOError
 
 
 def journal_path(rec_path: str) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from dataset_kit.recordio._format import MAGIC_BYTES, RecordIOError, parse
+from dataset_kit.formats.recordio._format import MAGIC_BYTES, RecordIOError, parse
 
 # How many offsets (spread evenly, first and last included) are checked for a record at open.
 SAMPLED = 64

@@ -1,4 +1,6 @@
-"""Parse blocks of comma-separated numbers the same way whatever is installed.
+"""CSV files: UTF-8 rows, and blocks of comma-separated numbers parsed the same way always.
+
+:func:`read_csv_rows` reads a UTF-8 file's rows (NNabla's CSV datasets).
 
 ``numpy.loadtxt`` defines what a number is. pandas' C parser (the ``csv``
 extra) is only a faster way to the same result: it runs with its missing-value
@@ -10,6 +12,7 @@ are errors unless the caller gives a fill value.
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 import re
@@ -110,3 +113,36 @@ def describe_bad_line(line: bytes, columns: int, dtype: np.dtype) -> str:
         if parse_numbers(cell + b"\n", 1, 1, dtype) is None:
             return f"{cell[:40]!r} in column {c + 1} is not a number of dtype {dtype}"
     return f"cannot be parsed as {columns} numbers: {line[:80]!r}"
+
+
+def read_csv_rows(path: str, name: str) -> list[list[str]]:
+    """Return the rows of a UTF-8 CSV file (a leading byte-order mark is skipped).
+
+    Args:
+        path: the local file.
+        name: how to name it in an error (its path or URL).
+
+    Raises:
+        ValueError: if the file is not UTF-8 (naming the line and byte
+            offset) or a row does not parse, such as a cell over
+            :func:`csv.field_size_limit` (naming the line).
+        OSError: if the file cannot be read.
+    """
+    with open(path, "rb") as f:
+        data = f.read()
+    skip = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
+    try:
+        text = data[skip:].decode("utf-8")
+    except UnicodeDecodeError as error:
+        offset = skip + error.start
+        line = data.count(b"\n", 0, offset) + 1
+        raise ValueError(f"{name} line {line}: byte {data[offset]:#04x} at offset {offset} is "
+                         f"not UTF-8 ({error.reason}); save the file as UTF-8") from None
+    reader = csv.reader(io.StringIO(text, newline=""))
+    rows = []
+    try:
+        for row in reader:
+            rows.append(row)
+    except csv.Error as error:
+        raise ValueError(f"{name} line {reader.line_num}: {error}") from None
+    return rows
