@@ -5,9 +5,10 @@
 Each figure is a ratio of medians over interleaved rounds in one run, on one
 local Ray started here (``num_cpus`` = the workers given):
 
-1. Batches/s of a warm epoch (the second of a pool): our engine on Ray actors (``ExecutorSpec("ray")``) against Ray
-   Data's ``iter_batches`` over the same pipeline (~1 ms of numpy work per
-   example, batch 32, the same number of CPUs). The issue's goal: >= 1.0.
+1. Batches/s of a warm epoch (the second of a pool): our engine on Ray actors
+   (``ExecutorSpec("ray")``) against Ray Data's ``iter_batches`` over the same
+   pipeline (~1 ms of numpy work per example, batch 32, the same number of CPUs).
+   The issue's goal: >= 1.0.
 2. Batches/s: our engine on Ray actors against our engine on worker
    processes (``ExecutorSpec("process")``), the same number of workers: what
    going through Ray costs on one machine (when the cluster pays).
