@@ -20,12 +20,14 @@ from dataset_kit.download import (
     get_dataset_root,
     set_dataset_root,
 )
+from dataset_kit.engine import EngineStatistics
 from dataset_kit.iterators import Iterator
 from dataset_kit.tabular import TabularDataset
 
 __all__ = [
     "DatasetMixin",
     "DownloadError",
+    "EngineStatistics",
     "ExampleBatch",
     "HashMismatchError",
     "Iterator",

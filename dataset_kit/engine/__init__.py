@@ -34,7 +34,7 @@ from dataset_kit.engine._engine import Engine
 from dataset_kit.engine._executor_spec import DEFAULT_BATCH_TIMEOUT, ExecutorSpec, make_executor
 from dataset_kit.engine._spec import BatchSpec
 from dataset_kit.engine._statemachine import LAST_BATCH, BatchPlan, LastBatch, Position
-from dataset_kit.engine._window import EngineStatistics
+from dataset_kit.engine._stats import EngineStatistics
 from dataset_kit.engine.errors import (
     BatchTimeoutError,
     SamplerMismatchError,

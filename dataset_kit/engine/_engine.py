@@ -23,6 +23,9 @@ format is :mod:`._checkpoint`'s.
 from __future__ import annotations
 
 import copy
+import dataclasses
+import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -37,7 +40,8 @@ from dataset_kit.engine._orders import Orders
 from dataset_kit.engine._run import PlainRun, plain_run
 from dataset_kit.engine._spec import BatchSpec
 from dataset_kit.engine._statemachine import BatchPlan, LastBatch, Position, last_batch_policy
-from dataset_kit.engine._window import EngineStatistics, PrefetchWindow
+from dataset_kit.engine._stats import Counters, EngineStatistics, shm_blocks_in_use
+from dataset_kit.engine._window import PrefetchWindow
 from dataset_kit.engine.protocols import BatchStops
 from dataset_kit.engine.samplers import ShuffleOrderSampler, draw_seed
 
@@ -121,6 +125,7 @@ class Engine:
         # that builds each batch when asked; None while there are none. While
         # there is a run the window is empty and plans from the position.
         self._run: PlainRun | None = None
+        self._counters = Counters()
 
     # -- what doors read ---------------------------------------------------------
 
@@ -202,6 +207,13 @@ class Engine:
             Exception: whatever building the batch raised; the batch was not
                 consumed, so the next call asks for it again.
         """
+        start = time.perf_counter()
+        batch = self._next_batch()
+        plan = self._last_plan
+        self._counters.record(self, start, 0 if plan is None else len(plan.indices))
+        return batch
+
+    def _next_batch(self) -> Any:
         run = self._run
         if run is not None and run.taken < run.count:
             # A plain batch (see _run): what advance() would plan, cut from the
@@ -333,8 +345,28 @@ class Engine:
         return self._executor.depth
 
     def statistics(self) -> EngineStatistics:
-        """Return what is in flight now, and the most that ever was."""
-        return self._window.statistics()
+        """Return the counters: batches, examples, wait of ``next()``, batches in flight."""
+        c = self._counters
+        shm = shm_blocks_in_use() if self._executor.prefetches else None
+        return dataclasses.replace(self._window.statistics(), batches=c.batches,
+                                   examples=c.examples, wait_seconds=c.wait, shm_blocks=shm)
+
+    def add_statistics_hook(self, callback: Callable[[EngineStatistics], Any], *,
+                            every: int) -> Callable[[], None]:
+        """Call ``callback(statistics())`` after every ``every``-th batch handed out.
+
+        Args:
+            callback: takes an :class:`EngineStatistics` (a logger's call).
+            every: how many batches between calls.
+
+        Returns:
+            A function that removes the hook.
+
+        Raises:
+            TypeError: if ``callback`` is not callable or ``every`` is not an integer.
+            ValueError: if ``every`` is not positive.
+        """
+        return self._counters.add_hook(callback, every)
 
     # -- copies ----------------------------------------------------------------
 
@@ -343,7 +375,7 @@ class Engine:
         # the threads or processes building them) belong to the original.
         state = self.__dict__.copy()
         state.update(_window=self._window.copy_for(self._executor, self._position),
-                     _deferred=None, _run=None)
+                     _deferred=None, _run=None, _counters=Counters())
         return state
 
     def __copy__(self) -> Engine:
