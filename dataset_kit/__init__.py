@@ -21,6 +21,7 @@ from dataset_kit.download import (
     set_dataset_root,
 )
 from dataset_kit.engine import EngineStatistics
+from dataset_kit.engine.profiling import Profile, profile
 from dataset_kit.iterators import Iterator
 from dataset_kit.tabular import TabularDataset
 
@@ -32,6 +33,7 @@ __all__ = [
     "HashMismatchError",
     "Iterator",
     "OfflineError",
+    "Profile",
     "UnsafeArchiveError",
     "cache_or_load_file",
     "cached_download",
@@ -48,6 +50,7 @@ __all__ = [
     "io",
     "iterators",
     "loader",
+    "profile",
     "serializers",
     "sources",
     "set_dataset_root",

@@ -24,6 +24,8 @@ table of translations onto the names below, and uses no others:
 * Adapters for users' samplers: :class:`IterableOrder` (an iterable of
   indices) and :class:`BatchListOrder` (an iterable of index lists).
 * :mod:`~dataset_kit.engine.errors`: what a worker's failure raises.
+* :class:`EngineStatistics` (``Engine.statistics()``, a hook every N batches)
+  and :mod:`~dataset_kit.engine.profiling` (``dataset_kit.profile``).
 * :mod:`~dataset_kit.engine.states`: the one state envelope every door's
   ``state_dict()`` is (``wrap_state``) and its one validator (``unwrap_state``).
 
