@@ -40,8 +40,15 @@ from dataset_kit.engine._orders import Orders
 from dataset_kit.engine._run import PlainRun, plain_run
 from dataset_kit.engine._spec import BatchSpec
 from dataset_kit.engine._statemachine import BatchPlan, LastBatch, Position, last_batch_policy
-from dataset_kit.engine._stats import Counters, EngineStatistics, shm_blocks_in_use
+from dataset_kit.engine._stats import (
+    Counters,
+    EngineStatistics,
+    children_rss,
+    note_decision,
+    shm_blocks_in_use,
+)
 from dataset_kit.engine._window import PrefetchWindow
+from dataset_kit.engine.autotune import AutoWorkers
 from dataset_kit.engine.protocols import BatchStops
 from dataset_kit.engine.samplers import ShuffleOrderSampler, draw_seed
 
@@ -86,7 +93,7 @@ class Engine:
                  shuffle: bool | None = None, order_sampler: Any = None,
                  seed: int | None = None, last_batch: str | LastBatch | None = None,
                  executor: Executor | ExecutorSpec | None = None,
-                 hold_between_epochs: bool = False) -> None:
+                 hold_between_epochs: bool = False, autotune: AutoWorkers | None = None) -> None:
         if batch_size is not None or not isinstance(order_sampler, BatchStops):
             positive_int("batch_size", batch_size)
         if shuffle is not None and order_sampler is not None:
@@ -110,6 +117,13 @@ class Engine:
             batch_size = int(sizes.max()) if len(sizes) else 1
         self._spec = BatchSpec(batch_size, self._orders.epoch_size, bool(repeat),
                                last_batch_policy(last_batch).name)
+        if autotune is not None and not (isinstance(executor, ExecutorSpec)
+                                         and executor.kind != "serial"):
+            raise ValueError(f"autotune needs a thread or process ExecutorSpec as executor, "
+                             f"got {executor!r}")
+        self._autotune = autotune
+        self._executor_spec = executor if isinstance(executor, ExecutorSpec) else None
+        self._tune_mark = (time.perf_counter(), 0.0)  # (time, total wait) at the last decision
         if isinstance(executor, ExecutorSpec):
             executor = make_executor(executor, dataset)
         # Our own serial executor builds a batch with fetch_batch and nothing
@@ -210,8 +224,32 @@ class Engine:
         start = time.perf_counter()
         batch = self._next_batch()
         plan = self._last_plan
-        self._counters.record(self, start, 0 if plan is None else len(plan.indices))
+        counters = self._counters
+        counters.record(self, start, 0 if plan is None else len(plan.indices))
+        if self._autotune is not None and counters.batches % self._autotune.period == 0:
+            self._retune()
         return batch
+
+    def _retune(self) -> None:
+        """Ask the controller for the number of workers; rebuild the executor if it changed."""
+        spec, autotune = self._executor_spec, self._autotune
+        assert spec is not None and autotune is not None  # checked in __init__
+        now, wait = time.perf_counter(), self._counters.wait
+        since, waited = self._tune_mark
+        self._tune_mark = (now, wait)
+        rss = sum(children_rss().values()) if spec.kind == "process" else 0
+        decision = autotune.decide(self._counters.batches, spec.workers,
+                                   (wait - waited) / max(now - since, 1e-9), rss,
+                                   (wait - waited) / autotune.period)
+        note_decision(self, decision)
+        if decision.new_workers != spec.workers:
+            # Drop the batches in flight and plan them again on the new executor:
+            # the same plans, so the same batches.
+            self._discard()
+            self._executor.close()
+            self._executor_spec = spec = dataclasses.replace(spec, workers=decision.new_workers)
+            self._executor = make_executor(spec, self._dataset)
+            self._window = self._window.copy_for(self._executor, self._position)
 
     def _next_batch(self) -> Any:
         run = self._run

@@ -67,6 +67,49 @@ def remove_observer(observer: Observer) -> None:
         _observers.remove(observer)
 
 
+_decision_observers: list[Callable[[Any, Any], None]] = []
+
+
+def add_decision_observer(observer: Callable[[Any, Any], None]) -> None:
+    """Have ``observer(engine, decision)`` told of every ``num_workers="auto"`` decision."""
+    _decision_observers.append(observer)
+
+
+def remove_decision_observer(observer: Callable[[Any, Any], None]) -> None:
+    """Stop telling ``observer`` of decisions (no error if it was not added)."""
+    if observer in _decision_observers:
+        _decision_observers.remove(observer)
+
+
+def note_decision(engine: Any, decision: Any) -> None:
+    """Tell the decision observers of ``decision``, made for ``engine``."""
+    for observer in _decision_observers:
+        observer(engine, decision)
+
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def children_rss() -> dict[int, int]:
+    """Return ``{pid: rss bytes}`` of this process's child processes (Linux; else empty)."""
+    pid = os.getpid()
+    children: list[int] = []
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                children.extend(int(c) for c in f.read().split())
+    except OSError:
+        return {}
+    rss = {}
+    for child in children:
+        try:
+            with open(f"/proc/{child}/statm") as f:
+                rss[child] = int(f.read().split()[1]) * _PAGE
+        except (OSError, IndexError, ValueError):
+            continue  # the child ended meanwhile
+    return rss
+
+
 def shm_blocks_in_use() -> int | None:
     """Count this process's shared-memory blocks (their names begin ``dsk-<pid>-``)."""
     prefix = f"dsk-{os.getpid()}-"

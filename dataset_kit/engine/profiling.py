@@ -21,34 +21,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from dataset_kit.engine._stats import add_observer, remove_observer, shm_blocks_in_use
+from dataset_kit.engine._stats import (
+    add_decision_observer,
+    add_observer,
+    children_rss,
+    remove_decision_observer,
+    remove_observer,
+    shm_blocks_in_use,
+)
 
 #: The share of its time the loop may wait on batches before the input
 #: pipeline is named the bottleneck.
 WAIT_BOTTLENECK = 0.10
-
-_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
-
-
-def _children_rss() -> dict[int, int]:
-    """Return ``{pid: rss bytes}`` of this process's child processes (Linux; else empty)."""
-    pid = os.getpid()
-    children: list[int] = []
-    try:
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{task}/children") as f:
-                children.extend(int(c) for c in f.read().split())
-    except OSError:
-        return {}
-    rss = {}
-    for child in children:
-        try:
-            with open(f"/proc/{child}/statm") as f:
-                rss[child] = int(f.read().split()[1]) * _PAGE
-        except (OSError, IndexError, ValueError):
-            continue  # the child ended meanwhile
-    return rss
-
 
 class Profile:
     """What :func:`profile` recorded: each batch's wait, the time between, memory.
@@ -68,6 +52,8 @@ class Profile:
         self._batches: list[tuple[int, float, float, int]] = []
         # (time, {pid: rss}, shm blocks)
         self._memory: list[tuple[float, dict[int, int], int | None]] = []
+        # (time, num_workers="auto" decision) as the engines made them
+        self._decisions: list[tuple[float, Any]] = []
         self._started: float | None = None
         self._stopped: float | None = None
         self._next_sample = 0.0
@@ -80,6 +66,7 @@ class Profile:
             self._started = time.perf_counter() if self._started is None else self._started
             self._stopped = None
             add_observer(self._observe)
+            add_decision_observer(self._decide)
             self._sample(self._started)
             self._next_sample = 0.0  # and at the first batch, when workers are up
 
@@ -87,6 +74,7 @@ class Profile:
         """Stop recording (idempotent)."""
         if self._started is not None and self._stopped is None:
             remove_observer(self._observe)
+            remove_decision_observer(self._decide)
             self._stopped = time.perf_counter()
             self._sample(self._stopped)
 
@@ -95,9 +83,12 @@ class Profile:
         if self._memory_interval and start >= self._next_sample:
             self._sample(start)
 
+    def _decide(self, engine: Any, decision: Any) -> None:
+        self._decisions.append((time.perf_counter(), decision))
+
     def _sample(self, now: float) -> None:
         if self._memory_interval:
-            self._memory.append((now, _children_rss(), shm_blocks_in_use()))
+            self._memory.append((now, children_rss(), shm_blocks_in_use()))
             self._next_sample = now + self._memory_interval
 
     # -- the numbers -------------------------------------------------------------
@@ -164,6 +155,9 @@ class Profile:
                          f"{s['workers_peak_rss_bytes'] / 2**20:.0f} MiB in all")
         if s["peak_shm_blocks"]:
             lines.append(f"  shared-memory blocks: up to {s['peak_shm_blocks']}")
+        for _, d in self._decisions:
+            lines.append(f"  num_workers='auto' at batch {d.batch}: {d.workers} -> "
+                         f"{d.new_workers} workers, {d.reason}")
         lines.append(f"  bottleneck: {self.bottleneck()}")
         return "\n".join(lines)
 
@@ -173,7 +167,8 @@ class Profile:
         Keys: ``summary`` (see :meth:`summary`), ``bottleneck`` (the sentence),
         ``batches`` (per batch: ``engine``, ``start`` in seconds from the
         profile's start, ``wait`` in seconds, ``examples``) and ``memory``
-        (per sample: ``time``, ``workers_rss`` by pid, ``shm_blocks``).
+        (per sample: ``time``, ``workers_rss`` by pid, ``shm_blocks``) and
+        ``decisions`` (each ``num_workers="auto"`` decision and its reason).
         """
         origin = self._span()[0]
         engines: dict[int, int] = {}
@@ -184,6 +179,9 @@ class Profile:
                          "wait": w, "examples": n} for e, t, w, n in self._batches],
             "memory": [{"time": t - origin, "workers_rss": {str(p): r for p, r in rss.items()},
                         "shm_blocks": shm} for t, rss, shm in self._memory],
+            "decisions": [{"time": t - origin, "batch": d.batch, "workers": d.workers,
+                           "new_workers": d.new_workers, "wait_fraction": d.wait_fraction,
+                           "reason": d.reason} for t, d in self._decisions],
         }
 
     def save_json(self, path: str | os.PathLike) -> None:
@@ -222,6 +220,9 @@ class Profile:
                 counters["shm_blocks"] = shm
             events.append({"ph": "C", "name": "memory", "pid": pid, "ts": (t - origin) * 1e6,
                            "args": counters})
+        for t, d in self._decisions:
+            events.append({"ph": "i", "s": "p", "name": f"workers {d.workers} -> {d.new_workers}",
+                           "pid": pid, "ts": (t - origin) * 1e6, "args": {"reason": d.reason}})
         with open(path, "w") as f:
             json.dump({"traceEvents": events, "displayTimeUnit": "ms"}, f)
 
