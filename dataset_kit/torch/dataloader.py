@@ -28,7 +28,7 @@ import multiprocessing.context
 import signal
 import warnings
 from collections.abc import Callable, Iterator
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 import torch
 from torch.utils.data import (
@@ -43,6 +43,7 @@ from torch.utils.data import default_collate as _torch_default_collate
 from torch.utils.data._utils.pin_memory import pin_memory as _pin
 
 from dataset_kit.engine import (
+    AutoWorkers,
     BatchTimeoutError,
     Engine,
     ExecutorSpec,
@@ -111,7 +112,10 @@ class DataLoader(Generic[_T_co]):
         shuffle: reshuffle every epoch (a ``RandomSampler``).
         sampler: a torch ``Sampler`` or any iterable of indices with ``len``.
         batch_sampler: a torch ``BatchSampler`` or any iterable of index lists.
-        num_workers: worker processes; 0 loads in the calling thread.
+        num_workers: worker processes; 0 loads in the calling thread;
+            ``"auto"`` starts with one and lets the engine's controller
+            (:class:`~dataset_kit.engine.AutoWorkers`) add and remove workers
+            while it runs, without changing a batch (not in PyTorch).
         collate_fn: merges a list of examples into a batch (in the workers).
         pin_memory: pin each batch once, when an accelerator is available.
         drop_last: drop the last incomplete batch.
@@ -124,6 +128,8 @@ class DataLoader(Generic[_T_co]):
         persistent_workers: accepted; workers always persist across epochs.
         pin_memory_device: deprecated in PyTorch, accepted.
         in_order: accepted; batches always arrive in order.
+        memory_limit: for ``num_workers="auto"``: bytes the workers' RSS may
+            reach in all (None: half the memory available now). Not in PyTorch.
 
     Raises:
         ValueError: for PyTorch's argument conflicts, with its messages.
@@ -131,13 +137,14 @@ class DataLoader(Generic[_T_co]):
     """
 
     def __init__(self, dataset: Any, batch_size: int | None = 1, shuffle: bool | None = None,
-                 sampler: Any = None, batch_sampler: Any = None, num_workers: int = 0,
+                 sampler: Any = None, batch_sampler: Any = None, num_workers: int | str = 0,
                  collate_fn: Callable | None = None, pin_memory: bool = False,
                  drop_last: bool = False, timeout: float = 0,
                  worker_init_fn: Callable[[int], Any] | None = None,
                  multiprocessing_context: Any = None, generator: Any = None, *,
                  prefetch_factor: int | None = None, persistent_workers: bool = False,
-                 pin_memory_device: str = "", in_order: bool = True) -> None:
+                 pin_memory_device: str = "", in_order: bool = True,
+                 memory_limit: int | None = None) -> None:
         if isinstance(dataset, IterableDataset):
             _check_iterable_arguments(dataset, shuffle, sampler, batch_sampler)
             raise TypeError(
@@ -148,6 +155,14 @@ class DataLoader(Generic[_T_co]):
         if not (hasattr(dataset, "__getitem__") and hasattr(dataset, "__len__")):
             raise TypeError(f"dataset must be map-style (have __getitem__ and __len__), got "
                             f"{type(dataset).__name__}")
+        auto_workers = num_workers == "auto"
+        autotune = AutoWorkers(memory_limit=memory_limit) if auto_workers else None
+        if memory_limit is not None and not auto_workers:
+            raise ValueError(f"memory_limit is for num_workers='auto', got "
+                             f"num_workers={num_workers!r}")
+        asked_workers = num_workers
+        # The controller starts with one worker.
+        num_workers = 1 if auto_workers else cast(int, num_workers)
         # PyTorch's checks, in its order and with its words.
         if num_workers < 0:
             raise ValueError("num_workers option should be non-negative; "
@@ -187,7 +202,7 @@ class DataLoader(Generic[_T_co]):
         # PyTorch's attributes, for code that reads them.
         self.dataset, self.batch_size, self.drop_last = dataset, batch_size, drop_last
         self.sampler, self.batch_sampler, self.generator = sampler, batch_sampler, generator
-        self.num_workers, self.prefetch_factor = num_workers, prefetch_factor
+        self.num_workers, self.prefetch_factor = asked_workers, prefetch_factor
         self.pin_memory, self.pin_memory_device = pin_memory, pin_memory_device
         self.timeout, self.worker_init_fn = timeout, worker_init_fn
         self.multiprocessing_context = multiprocessing_context
@@ -205,7 +220,8 @@ class DataLoader(Generic[_T_co]):
         depth, worker_start = None, None
         if num_workers > 0:
             assert prefetch_factor is not None  # defaulted to 2 above with workers
-            depth = max(1, prefetch_factor * num_workers)
+            # With "auto" the depth follows the workers (two each).
+            depth = None if auto_workers else max(1, prefetch_factor * num_workers)
             worker_start = WorkerStart(dataset, worker_init_fn, 0)
         executor = ExecutorSpec(
             "serial" if num_workers == 0 else "process", workers=num_workers,
@@ -213,7 +229,8 @@ class DataLoader(Generic[_T_co]):
             timeout=None if timeout == 0 else timeout,
             converter=Collate(collate_fn, auto), worker_init=worker_start)
         self._engine = Engine(fetched, batch_size=None, order_sampler=self._order,
-                              seed=seed & _SEED_MASK, last_batch="keep", executor=executor)
+                              seed=seed & _SEED_MASK, last_batch="keep", executor=executor,
+                              autotune=autotune)
         # The first epoch is drawn: a sampler yielding lists makes each one a key
         # (workers start with the first batch, so they get this as well).
         fetched.key_type = self._order.key_type
@@ -223,7 +240,8 @@ class DataLoader(Generic[_T_co]):
         self._initialized = True
         # PyTorch's warning for more workers than CPUs (it reads num_workers only).
         # Not a torch DataLoader subclass, which torch's annotation of self asks for.
-        _TorchDataLoader.check_worker_number_rationality(self)  # type: ignore[arg-type]
+        if not auto_workers:
+            _TorchDataLoader.check_worker_number_rationality(self)  # type: ignore[arg-type]
 
     def __setattr__(self, attr: str, value: Any) -> None:
         if attr in _FIXED and getattr(self, "_initialized", False):

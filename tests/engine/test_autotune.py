@@ -97,3 +97,34 @@ def test_an_addition_is_judged_on_the_wait_per_batch() -> None:
 def test_memory_limit_needs_auto() -> None:
     with pytest.raises(ValueError, match="memory_limit"):
         MultiprocessIterator(np.arange(4), 2, n_processes=2, memory_limit=1 << 30)
+
+
+def test_gluon_loader_auto_gives_the_batches_of_0_and_3_workers() -> None:
+    from dataset_kit.loader import DataLoader
+
+    def batches(**kwargs) -> list:
+        loader = DataLoader(_Slow(), batch_size=4, shuffle=True, seed=3, **kwargs)
+        try:
+            return [np.asarray(b).tolist() for _ in range(2) for b in loader]
+        finally:
+            loader.close()
+
+    expected = batches(num_workers=0)
+    assert batches(num_workers=3) == expected
+    assert batches(num_workers="auto", prefetch="auto") == expected
+    with pytest.raises(ValueError, match="memory_limit"):
+        DataLoader(_Slow(), batch_size=4, num_workers=2, memory_limit=1 << 30)
+
+
+def test_torch_loader_auto_gives_the_batches_of_0_and_3_workers() -> None:
+    torch = pytest.importorskip("torch", reason="dataset_kit.torch needs torch")
+    from dataset_kit.torch import DataLoader
+
+    def batches(workers: int | str) -> list:
+        torch.manual_seed(0)
+        loader = DataLoader(_Slow(), batch_size=4, shuffle=True, num_workers=workers)
+        return [b.tolist() for _ in range(2) for b in loader]
+
+    expected = batches(0)
+    assert batches(3) == expected
+    assert batches("auto") == expected
