@@ -8,12 +8,15 @@
    (the machine's noise). Goal <= 2%.
 2. The issue's pipeline: JPEGs of 500x375 -> decode -> random resized crop
    to 224 -> flip -> normalize -> batch 32, with MultiprocessIterator at
-   n_processes 0 (serial), 1, 2, 3: images/s, medians over interleaved
-   rounds, and each setting's ratio to the best. ``--images`` sets how many
-   JPEGs (2,000 in the issue).
-
-``num_workers="auto"`` and the tf.data comparison are not here yet (see the
-report of issue 37).
+   n_processes 0 (serial), 1, 2, 3 and "auto": images/s, medians over
+   interleaved rounds, each one's ratio to the best hand-picked count; and,
+   with ``--tf-python`` (a Python with tensorflow-cpu), tf.data's
+   ``map(num_parallel_calls=AUTOTUNE).prefetch(AUTOTUNE)`` on the same files
+   (tf's own decode and crop), interleaved with ours. ``--images`` sets how
+   many JPEGs (2,000 in the issue).
+3. A pipeline whose examples get 5x more expensive halfway through the
+   epoch, under a loop with a fixed 2 ms step: the loop's total wait with
+   "auto" against the fixed count that was best on the first half.
 """
 
 from __future__ import annotations
@@ -21,11 +24,12 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import tempfile
 import time
 
 import numpy as np
-from _timing import median_of
+from _timing import median_of_timed
 from parallel import CpuBound, calibrate_rounds, consume
 
 import dataset_kit
@@ -127,42 +131,127 @@ def make_jpegs(folder: str, n: int) -> list[str]:
     return paths
 
 
-def hand_picked(paths: list[str], rounds: int) -> dict[str, float]:
+def _iterator(dataset, workers, batch=32):
+    if workers == 0:
+        return SerialIterator(dataset, batch, seed=0, repeat=False)
+    return MultiprocessIterator(dataset, batch, seed=0, repeat=False, n_processes=workers,
+                                converter=concat_examples)
+
+
+def hand_picked(paths: list[str], rounds: int, tf_python: str | None) -> dict[str, float]:
     dataset = Jpegs(paths)
     batches = len(paths) // 32
 
-    def run(workers: int):
-        def loop() -> None:
-            it = (SerialIterator(dataset, 32, seed=0, repeat=False) if workers == 0 else
-                  MultiprocessIterator(dataset, 32, seed=0, repeat=False, n_processes=workers,
-                                       converter=concat_examples))
+    def run(workers):
+        def loop() -> float:
+            start = time.perf_counter()
+            it = _iterator(dataset, workers)
             try:
                 for _ in range(batches):
                     next(it)
             finally:
                 if workers:
                     it.finalize()
+            return time.perf_counter() - start
         return loop
 
-    t = median_of(rounds, **{f"workers={n}": run(n) for n in (0, 1, 2, 3)})
+    candidates = {f"workers={n}": run(n) for n in (0, 1, 2, 3, "auto")}
+    if tf_python:
+        folder = os.path.dirname(paths[0])
+
+        def tf_data() -> float:
+            # tf times its own loop: its import and start-up are not counted.
+            done = subprocess.run(
+                [tf_python, os.path.join(os.path.dirname(__file__), "_tf_pipeline.py"), folder],
+                check=True, capture_output=True, text=True,
+                env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+            return float(done.stdout.split()[-1])
+        candidates["tf.data"] = tf_data
+    t = median_of_timed(rounds, **candidates)
     return {name: batches * 32 / seconds for name, seconds in t.items()}
+
+
+class Shifting(DatasetMixin):
+    """Examples of ~``cost`` s that cost 5x as much in the second half (in order)."""
+
+    def __init__(self, n: int, rounds: int) -> None:
+        self.n, self.rounds = n, rounds
+
+    def __len__(self) -> int:
+        return self.n
+
+    def get_example(self, i: int) -> np.ndarray:
+        a = np.full(4096, float(i))
+        for _ in range(self.rounds * (5 if i >= self.n // 2 else 1)):
+            a = np.sin(a)
+        return a[:8].astype(np.float32)
+
+
+def shifting_cost(rounds: int) -> dict[str, float]:
+    """The loop's total wait (s) per setting, on the epoch whose cost grows 5x halfway."""
+    per_round = calibrate_rounds(0.2e-3)  # 0.2 ms examples, then 1 ms
+
+    def waited(dataset, workers) -> float:
+        it = MultiprocessIterator(dataset, 32, repeat=False, shuffle=False, n_processes=workers,
+                                  converter=concat_examples) if workers else \
+            SerialIterator(dataset, 32, repeat=False, shuffle=False)
+        try:
+            for _ in it:
+                time.sleep(0.002)  # the training step
+            return it.statistics().wait_seconds
+        finally:
+            if workers:
+                it.finalize()
+
+    full = Shifting(2 * 4096, per_round)
+    first_half = {n: statistics.median(waited(_FirstHalf(full), n) for _ in range(rounds))
+                  for n in (1, 2, 3)}
+    best = min(first_half, key=first_half.__getitem__)
+    times: dict[str, list[float]] = {f"fixed {best} (best on the first half)": [], "auto": []}
+    for _ in range(rounds):
+        times[f"fixed {best} (best on the first half)"].append(waited(full, best))
+        times["auto"].append(waited(full, "auto"))
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+class _FirstHalf(DatasetMixin):
+    def __init__(self, full: Shifting) -> None:
+        self.full = full
+
+    def __len__(self) -> int:
+        return len(self.full) // 2
+
+    def get_example(self, i: int) -> np.ndarray:
+        return self.full.get_example(i)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--images", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--tf-python", help="a Python with tensorflow-cpu, for tf.data")
+    parser.add_argument("--skip", nargs="*", default=[], choices=["overhead", "jpeg", "shift"])
     args = parser.parse_args()
+    if "overhead" not in args.skip:
+        print_overhead(args.rounds)
+    if "jpeg" not in args.skip:
+        with tempfile.TemporaryDirectory() as folder:
+            paths = make_jpegs(folder, args.images)
+            rates = hand_picked(paths, max(1, args.rounds // 2), args.tf_python)
+        best = max(rate for name, rate in rates.items() if name[-1].isdigit())
+        for name, rate in rates.items():
+            print(f"JPEG pipeline, {name}:  {rate:7.1f} images/s  "
+                  f"({rate / best:.2f}x the best hand-picked)")
+    if "shift" not in args.skip:
+        for name, wait in shifting_cost(max(1, args.rounds // 2)).items():
+            print(f"cost x5 halfway, loop's wait with {name}: {wait:.3f} s")
+
+
+def print_overhead(rounds: int) -> None:
     for name, measure in (("P1 (serial arrays)", overhead_p1),
                           ("P2 (1 ms examples, 2 workers)", overhead_p2)):
-        cost, noise = measure(args.rounds)
+        cost, noise = measure(rounds)
         print(f"profiling overhead, {name}: {cost:+.1%} (plain vs plain: {noise:+.1%})")
-    with tempfile.TemporaryDirectory() as folder:
-        paths = make_jpegs(folder, args.images)
-        rates = hand_picked(paths, max(1, args.rounds // 2))
-    best = max(rates.values())
-    for name, rate in rates.items():
-        print(f"JPEG pipeline, {name}:  {rate:7.1f} images/s  ({rate / best:.2f}x the best)")
 
 
 if __name__ == "__main__":
