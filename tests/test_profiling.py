@@ -155,3 +155,22 @@ def test_cli_names_a_missing_script(tmp_path: Path) -> None:
         capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=60)
     assert done.returncode == 2
     assert str(tmp_path / "none.py") in done.stderr
+
+
+def test_worker_processes_send_their_phases_with_each_batch() -> None:
+    from dataset_kit.iterators import MultiprocessIterator
+
+    it = MultiprocessIterator(_Slow(24, 0.004), 2, repeat=False, shuffle=False, n_processes=2)
+    try:
+        with dataset_kit.profile(it) as p:
+            _loop(it, 0.0)
+    finally:
+        it.finalize()
+    workers = p.summary()["workers"]
+    assert set(workers) <= {"0", "1"} and workers
+    assert sum(w["batches"] for w in workers.values()) >= 12
+    for w in workers.values():
+        assert w["fetch"] > 0 and min(w["idle"], w["convert"], w["pack"]) >= 0
+        assert 0 <= w["busy_fraction"] <= 1
+    assert "workers were" in p.bottleneck()
+    assert "worker 0:" in p.report() or "worker 1:" in p.report()

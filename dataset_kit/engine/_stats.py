@@ -87,6 +87,31 @@ def note_decision(engine: Any, decision: Any) -> None:
         observer(engine, decision)
 
 
+_phase_observers: list[Callable[[int, tuple], None]] = []
+
+
+def add_phase_observer(observer: Callable[[int, tuple], None]) -> None:
+    """Have ``observer(worker_index, phases)`` told of each batch a worker process built.
+
+    ``phases`` is ``(idle, fetch, convert, pack)`` in seconds, as the worker
+    measured them: idle before the task, the dataset's getitem or batch hook,
+    the converter, the copy into shared memory.
+    """
+    _phase_observers.append(observer)
+
+
+def remove_phase_observer(observer: Callable[[int, tuple], None]) -> None:
+    """Stop telling ``observer`` of workers' phases (no error if it was not added)."""
+    if observer in _phase_observers:
+        _phase_observers.remove(observer)
+
+
+def note_phases(worker: int, phases: tuple) -> None:
+    """Tell the phase observers what worker ``worker`` spent on a batch."""
+    for observer in _phase_observers:
+        observer(worker, phases)
+
+
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 

@@ -24,9 +24,11 @@ from typing import Any
 from dataset_kit.engine._stats import (
     add_decision_observer,
     add_observer,
+    add_phase_observer,
     children_rss,
     remove_decision_observer,
     remove_observer,
+    remove_phase_observer,
     shm_blocks_in_use,
 )
 
@@ -54,6 +56,8 @@ class Profile:
         self._memory: list[tuple[float, dict[int, int], int | None]] = []
         # (time, num_workers="auto" decision) as the engines made them
         self._decisions: list[tuple[float, Any]] = []
+        # per worker index: [idle, fetch, convert, pack] seconds and batches
+        self._phases: dict[int, list[float]] = {}
         self._started: float | None = None
         self._stopped: float | None = None
         self._next_sample = 0.0
@@ -67,6 +71,7 @@ class Profile:
             self._stopped = None
             add_observer(self._observe)
             add_decision_observer(self._decide)
+            add_phase_observer(self._phase)
             self._sample(self._started)
             self._next_sample = 0.0  # and at the first batch, when workers are up
 
@@ -75,6 +80,7 @@ class Profile:
         if self._started is not None and self._stopped is None:
             remove_observer(self._observe)
             remove_decision_observer(self._decide)
+            remove_phase_observer(self._phase)
             self._stopped = time.perf_counter()
             self._sample(self._stopped)
 
@@ -82,6 +88,14 @@ class Profile:
         self._batches.append((id(engine), start, wait, examples))
         if self._memory_interval and start >= self._next_sample:
             self._sample(start)
+
+    def _phase(self, worker: int, phases: tuple) -> None:
+        sums = self._phases.get(worker)
+        if sums is None:
+            sums = self._phases[worker] = [0.0, 0.0, 0.0, 0.0, 0]
+        for i, seconds in enumerate(phases):
+            sums[i] += seconds
+        sums[4] += 1
 
     def _decide(self, engine: Any, decision: Any) -> None:
         self._decisions.append((time.perf_counter(), decision))
@@ -122,7 +136,31 @@ class Profile:
             "workers_peak_rss_bytes": peak_rss,
             "peak_workers": max((len(rss) for _, rss, _ in self._memory), default=0),
             "peak_shm_blocks": peak_shm,
+            "workers": self._workers(),
         }
+
+    def _workers(self) -> dict[str, Any]:
+        """Each worker process's phases in seconds, and the share of its time busy."""
+        workers: dict[str, Any] = {}
+        for index, (idle, fetch, convert, pack, batches) in sorted(self._phases.items()):
+            total = idle + fetch + convert + pack
+            workers[str(index)] = {
+                "batches": int(batches), "idle": idle, "fetch": fetch, "convert": convert,
+                "pack": pack, "busy_fraction": (total - idle) / total if total else 0.0}
+        return workers
+
+    def _busiest_phase(self) -> tuple[float, str] | None:
+        """The workers' busy share over all, and the phase most of it went to, or None."""
+        if not self._phases:
+            return None
+        sums = [sum(p[i] for p in self._phases.values()) for i in range(4)]
+        total = sum(sums)
+        if not total:
+            return None
+        names = {1: "fetching (the dataset's getitem or batch hook)",
+                 2: "in the converter", 3: "copying into shared memory"}
+        phase = max(names, key=lambda i: sums[i])
+        return (total - sums[0]) / total, names[phase]
 
     def bottleneck(self) -> str:
         """Name the bottleneck in one sentence, with what to do about it."""
@@ -135,6 +173,15 @@ class Profile:
             if first > 0.5 * s["wait_seconds"] and s["batches"] > 1:
                 return (f"{share}, most of it for the first batch ({first:.3f} s): starting "
                         f"workers and opening files dominates; profile a longer run")
+            busy = self._busiest_phase()
+            if busy is not None and busy[0] < 0.5:
+                return (f"{share}; the workers were only {busy[0]:.0%} busy: the main "
+                        f"process (unpacking, the converter) or too few batches in flight "
+                        f"holds the loop: raise prefetch, or move the converter into the "
+                        f"workers (converter=)")
+            if busy is not None:
+                return (f"{share}; workers were {busy[0]:.0%} busy, most of it {busy[1]}: "
+                        f"add workers (num_workers), or make that cheaper")
             return (f"{share}: the input pipeline is the bottleneck: add workers "
                     f"(num_workers), or make get_example (and transforms) cheaper")
         return (f"{share}: the input pipeline keeps up; the training step is the "
@@ -153,6 +200,10 @@ class Profile:
         if s["peak_workers"]:
             lines.append(f"  workers: up to {s['peak_workers']}, peak RSS "
                          f"{s['workers_peak_rss_bytes'] / 2**20:.0f} MiB in all")
+        for index, w in s["workers"].items():
+            lines.append(f"  worker {index}: {w['batches']} batches, {w['busy_fraction']:.0%} "
+                         f"busy: fetch {w['fetch']:.3f} s, convert {w['convert']:.3f} s, "
+                         f"into shm {w['pack']:.3f} s, idle {w['idle']:.3f} s")
         if s["peak_shm_blocks"]:
             lines.append(f"  shared-memory blocks: up to {s['peak_shm_blocks']}")
         for _, d in self._decisions:
