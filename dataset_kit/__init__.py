@@ -20,17 +20,20 @@ from dataset_kit.download import (
     get_dataset_root,
     set_dataset_root,
 )
-from dataset_kit.engine import ResumeMismatchError
+from dataset_kit.engine import EngineStatistics, ResumeMismatchError
+from dataset_kit.engine.profiling import Profile, profile
 from dataset_kit.iterators import Iterator
 from dataset_kit.tabular import TabularDataset
 
 __all__ = [
     "DatasetMixin",
     "DownloadError",
+    "EngineStatistics",
     "ExampleBatch",
     "HashMismatchError",
     "Iterator",
     "OfflineError",
+    "Profile",
     "ResumeMismatchError",
     "UnsafeArchiveError",
     "cache_or_load_file",
@@ -48,6 +51,7 @@ __all__ = [
     "io",
     "iterators",
     "loader",
+    "profile",
     "serializers",
     "sources",
     "set_dataset_root",

@@ -1,8 +1,9 @@
-"""The ``dataset-kit`` command: look at and fill the dataset cache."""
+"""The ``dataset-kit`` command: look at and fill the dataset cache, profile a script."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from dataset_kit import download
@@ -42,7 +43,61 @@ def _parser() -> argparse.ArgumentParser:
     im2rec.add_argument("--color", type=int, choices=[-1, 0, 1], default=1)
     im2rec.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     shards_cli.add_parser(commands)
+    prof = commands.add_parser(
+        "profile", help="run a Python script and profile its data loading",
+        description="Run SCRIPT with ARGS as __main__, recording every batch of every "
+                    "dataset_kit iterator; print the report and write OUTPUT.json, "
+                    "OUTPUT.trace.json (Perfetto) and OUTPUT.png (a text chart without "
+                    "matplotlib), even when the script fails. Exits with the script's status.")
+    prof.add_argument("script", help="the Python script to run")
+    prof.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
+    prof.add_argument("--output", default="dataset_kit_profile",
+                      help="path prefix of the files written (default: %(default)s)")
     return parser
+
+
+def _profile(args: argparse.Namespace) -> int:
+    import runpy
+    import traceback
+
+    from dataset_kit.engine.profiling import profile
+
+    script = os.path.abspath(args.script)
+    if not os.path.isfile(script):
+        print(f"dataset-kit profile: error: no such script {script}", file=sys.stderr)
+        return 2
+    status = 0
+    argv, path0 = sys.argv, sys.path[0] if sys.path else None
+    sys.argv = [script, *args.args]
+    sys.path.insert(0, os.path.dirname(script))  # as `python script.py` would
+    with profile() as p:
+        try:
+            runpy.run_path(script, run_name="__main__")
+        except SystemExit as exit_:
+            code = exit_.code
+            status = code if isinstance(code, int) else (0 if code is None else 1)
+            if code is not None and not isinstance(code, int):
+                print(code, file=sys.stderr)
+        except BaseException:  # the script's own error: shown as Python would, status 1
+            traceback.print_exc()
+            status = 1
+        finally:
+            sys.argv = argv
+            if path0 is not None and sys.path and sys.path[0] == os.path.dirname(script):
+                del sys.path[0]
+    prefix = args.output
+    p.save_json(prefix + ".json")
+    p.save_trace(prefix + ".trace.json")
+    picture = p.plot(prefix + ".png")
+    print(p.report(), file=sys.stderr)
+    if picture.endswith(".png"):
+        print(f"dataset-kit profile: wrote {prefix}.json, {prefix}.trace.json, {picture}",
+              file=sys.stderr)
+    else:
+        print(picture, file=sys.stderr)
+        print(f"dataset-kit profile: wrote {prefix}.json, {prefix}.trace.json "
+              f"(install matplotlib, the plot extra, for {prefix}.png)", file=sys.stderr)
+    return status
 
 
 def _im2rec(args: argparse.Namespace) -> int:
@@ -82,6 +137,8 @@ def main(argv: list[str] | None = None) -> int:
         0 on success, 1 when the operation failed, 2 for a usage error.
     """
     args = _parser().parse_args(argv)
+    if args.command == "profile":
+        return _profile(args)  # the script's own errors and status, not ours
     try:
         if args.command == "root":
             print(download.get_dataset_root())

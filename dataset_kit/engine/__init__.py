@@ -24,6 +24,10 @@ table of translations onto the names below, and uses no others:
 * Adapters for users' samplers: :class:`IterableOrder` (an iterable of
   indices) and :class:`BatchListOrder` (an iterable of index lists).
 * :mod:`~dataset_kit.engine.errors`: what a worker's failure raises.
+* :class:`EngineStatistics` (``Engine.statistics()``, a hook every N batches)
+  and :mod:`~dataset_kit.engine.profiling` (``dataset_kit.profile``).
+* :class:`AutoWorkers` — the one ``num_workers="auto"`` controller
+  (``Engine(autotune=...)``).
 * :mod:`~dataset_kit.engine.states`: the one state envelope every door's
   ``state_dict()`` is (``wrap_state``) and its one validator (``unwrap_state``).
 
@@ -34,7 +38,8 @@ from dataset_kit.engine._engine import Engine
 from dataset_kit.engine._executor_spec import DEFAULT_BATCH_TIMEOUT, ExecutorSpec, make_executor
 from dataset_kit.engine._spec import BatchSpec
 from dataset_kit.engine._statemachine import LAST_BATCH, BatchPlan, LastBatch, Position
-from dataset_kit.engine._window import EngineStatistics
+from dataset_kit.engine._stats import EngineStatistics
+from dataset_kit.engine.autotune import AutoWorkers
 from dataset_kit.engine.errors import (
     BatchTimeoutError,
     ResumeMismatchError,
@@ -65,6 +70,7 @@ from dataset_kit.engine.samplers import (
 )
 
 __all__ = [
+    "AutoWorkers",
     "DEFAULT_BATCH_TIMEOUT",
     "LAST_BATCH",
     "BatchDataset",

@@ -23,9 +23,12 @@ format is :mod:`._checkpoint`'s.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import json
+import time
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -41,7 +44,15 @@ from dataset_kit.engine._orders import Orders
 from dataset_kit.engine._run import PlainRun, plain_run
 from dataset_kit.engine._spec import BatchSpec
 from dataset_kit.engine._statemachine import BatchPlan, LastBatch, Position, last_batch_policy
-from dataset_kit.engine._window import EngineStatistics, PrefetchWindow
+from dataset_kit.engine._stats import (
+    Counters,
+    EngineStatistics,
+    children_rss,
+    note_decision,
+    shm_blocks_in_use,
+)
+from dataset_kit.engine._window import PrefetchWindow
+from dataset_kit.engine.autotune import AutoWorkers
 from dataset_kit.engine.errors import ResumeMismatchError, ResumeMismatchWarning
 from dataset_kit.engine.ledger import Ledger
 from dataset_kit.engine.protocols import BatchStops
@@ -91,7 +102,8 @@ class Engine:
                  shuffle: bool | None = None, order_sampler: Any = None,
                  seed: int | None = None, last_batch: str | LastBatch | None = None,
                  executor: Executor | ExecutorSpec | None = None,
-                 hold_between_epochs: bool = False, identity: Any = None) -> None:
+                 hold_between_epochs: bool = False, identity: Any = None,
+                 autotune: AutoWorkers | None = None) -> None:
         if batch_size is not None or not isinstance(order_sampler, BatchStops):
             positive_int("batch_size", batch_size)
         if shuffle is not None and order_sampler is not None:
@@ -115,6 +127,13 @@ class Engine:
             batch_size = int(sizes.max()) if len(sizes) else 1
         self._spec = BatchSpec(batch_size, self._orders.epoch_size, bool(repeat),
                                last_batch_policy(last_batch).name)
+        if autotune is not None and not (isinstance(executor, ExecutorSpec)
+                                         and executor.kind != "serial"):
+            raise ValueError(f"autotune needs a thread or process ExecutorSpec as executor, "
+                             f"got {executor!r}")
+        self._autotune = autotune
+        self._executor_spec = executor if isinstance(executor, ExecutorSpec) else None
+        self._tune_mark = (time.perf_counter(), 0.0)  # (time, total wait) at the last decision
         if isinstance(executor, ExecutorSpec):
             executor = make_executor(executor, dataset)
         # Our own serial executor builds a batch with fetch_batch and nothing
@@ -132,6 +151,7 @@ class Engine:
         self._run: PlainRun | None = None
         self._fingerprint = dataset_fingerprint(dataset if identity is None else identity)
         self._book = LedgerBook(self._spec, self._dataset_length, self._fingerprint)
+        self._counters = Counters()
 
     # -- what doors read ---------------------------------------------------------
 
@@ -219,6 +239,37 @@ class Engine:
             Exception: whatever building the batch raised; the batch was not
                 consumed, so the next call asks for it again.
         """
+        start = time.perf_counter()
+        batch = self._next_batch()
+        plan = self._last_plan
+        counters = self._counters
+        counters.record(self, start, 0 if plan is None else len(plan.indices))
+        if self._autotune is not None and counters.batches % self._autotune.period == 0:
+            self._retune()
+        return batch
+
+    def _retune(self) -> None:
+        """Ask the controller for the number of workers; rebuild the executor if it changed."""
+        spec, autotune = self._executor_spec, self._autotune
+        assert spec is not None and autotune is not None  # checked in __init__
+        now, wait = time.perf_counter(), self._counters.wait
+        since, waited = self._tune_mark
+        self._tune_mark = (now, wait)
+        rss = sum(children_rss().values()) if spec.kind == "process" else 0
+        decision = autotune.decide(self._counters.batches, spec.workers,
+                                   (wait - waited) / max(now - since, 1e-9), rss,
+                                   (wait - waited) / autotune.period)
+        note_decision(self, decision)
+        if decision.new_workers != spec.workers:
+            # Drop the batches in flight and plan them again on the new executor:
+            # the same plans, so the same batches.
+            self._discard()
+            self._executor.close()
+            self._executor_spec = spec = dataclasses.replace(spec, workers=decision.new_workers)
+            self._executor = make_executor(spec, self._dataset)
+            self._window = self._window.copy_for(self._executor, self._position)
+
+    def _next_batch(self) -> Any:
         run = self._run
         if run is not None and run.taken < run.count:
             # A plain batch (see _run): what advance() would plan, cut from the
@@ -355,8 +406,28 @@ class Engine:
         return self._executor.depth
 
     def statistics(self) -> EngineStatistics:
-        """Return what is in flight now, and the most that ever was."""
-        return self._window.statistics()
+        """Return the counters: batches, examples, wait of ``next()``, batches in flight."""
+        c = self._counters
+        shm = shm_blocks_in_use() if self._executor.prefetches else None
+        return dataclasses.replace(self._window.statistics(), batches=c.batches,
+                                   examples=c.examples, wait_seconds=c.wait, shm_blocks=shm)
+
+    def add_statistics_hook(self, callback: Callable[[EngineStatistics], Any], *,
+                            every: int) -> Callable[[], None]:
+        """Call ``callback(statistics())`` after every ``every``-th batch handed out.
+
+        Args:
+            callback: takes an :class:`EngineStatistics` (a logger's call).
+            every: how many batches between calls.
+
+        Returns:
+            A function that removes the hook.
+
+        Raises:
+            TypeError: if ``callback`` is not callable or ``every`` is not an integer.
+            ValueError: if ``every`` is not positive.
+        """
+        return self._counters.add_hook(callback, every)
 
     # -- copies ----------------------------------------------------------------
 
@@ -365,7 +436,7 @@ class Engine:
         # the threads or processes building them) belong to the original.
         state = self.__dict__.copy()
         state.update(_window=self._window.copy_for(self._executor, self._position),
-                     _deferred=None, _run=None)
+                     _deferred=None, _run=None, _counters=Counters())
         return state
 
     def __copy__(self) -> Engine:

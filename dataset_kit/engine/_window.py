@@ -10,28 +10,13 @@ cancels what is in flight and plans again from the consumed position.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
 from typing import Any
 
 from dataset_kit.engine._executors import Executor
 from dataset_kit.engine._orders import Orders
 from dataset_kit.engine._spec import BatchSpec
 from dataset_kit.engine._statemachine import BatchPlan, Position
-
-
-@dataclass(frozen=True)
-class EngineStatistics:
-    """What an engine has in flight, for monitoring and tests.
-
-    Attributes:
-        depth: batches the executor may have in flight at once.
-        in_flight: batches submitted to the executor and not yet delivered.
-        most_in_flight: the largest ``in_flight`` seen since the engine was made.
-    """
-
-    depth: int
-    in_flight: int
-    most_in_flight: int
+from dataset_kit.engine._stats import EngineStatistics
 
 
 class PrefetchWindow:

@@ -67,9 +67,25 @@ class ChainerIterator(Iterator):
         return other
 
     def statistics(self) -> Any:
-        """Return the engine's :class:`~dataset_kit.iterators.EngineStatistics`
-        (batches in flight, the executor's depth)."""
+        """Return the engine's :class:`~dataset_kit.EngineStatistics`: batches and
+        examples handed out, how long ``next()`` waited, batches in flight."""
         return self._engine.statistics()
+
+    def add_statistics_hook(self, callback: Any, *, every: int) -> Any:
+        """Call ``callback(self.statistics())`` after every ``every``-th batch.
+
+        Args:
+            callback: takes an :class:`~dataset_kit.EngineStatistics`.
+            every: how many batches between calls.
+
+        Returns:
+            A function that removes the hook.
+
+        Raises:
+            TypeError: if ``callback`` is not callable or ``every`` is not an integer.
+            ValueError: if ``every`` is not positive.
+        """
+        return self._engine.add_statistics_hook(callback, every=every)
 
     # -- Chainer's attributes ------------------------------------------------
 

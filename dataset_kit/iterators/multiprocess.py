@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dataset_kit._checks import positive_int
-from dataset_kit.engine import DEFAULT_BATCH_TIMEOUT, Engine, ExecutorSpec
+from dataset_kit.engine import DEFAULT_BATCH_TIMEOUT, AutoWorkers, Engine, ExecutorSpec
 from dataset_kit.engine.errors import TimeoutWarning
 from dataset_kit.iterators._chainer_api import ChainerIterator
 
@@ -34,7 +34,10 @@ class MultiprocessIterator(ChainerIterator):
         repeat: whether to loop over the dataset forever.
         shuffle: whether to shuffle; None means shuffle unless
             ``order_sampler`` is given.
-        n_processes: worker processes; None means ``os.cpu_count()``.
+        n_processes: worker processes; None means ``os.cpu_count()``;
+            ``"auto"`` starts with one and lets the engine's controller
+            (:class:`~dataset_kit.engine.AutoWorkers`) add and remove workers
+            while it runs, without changing a batch.
         n_prefetch: batches each worker keeps queued beyond the one it builds.
         shared_mem: accepted for Chainer compatibility and ignored; blocks size
             themselves.
@@ -60,6 +63,8 @@ class MultiprocessIterator(ChainerIterator):
             ``ray`` extra; :doc:`/cluster`), with the same batches.
         ray_address: the Ray cluster's address for ``executor="ray"`` (None:
             ``RAY_ADDRESS``, else a local Ray).
+        memory_limit: for ``n_processes="auto"``: bytes the workers' RSS may
+            reach in all (None: half the memory available at construction).
 
     Raises:
         TypeError: for arguments of the wrong type, or (on the first ``next()``)
@@ -78,7 +83,7 @@ class MultiprocessIterator(ChainerIterator):
         batch_size: int,
         repeat: bool = True,
         shuffle: bool | None = None,
-        n_processes: int | None = None,
+        n_processes: int | str | None = None,
         n_prefetch: int = 1,
         shared_mem: int | None = None,
         order_sampler: Any = None,
@@ -92,10 +97,17 @@ class MultiprocessIterator(ChainerIterator):
         timeout: float | None = DEFAULT_BATCH_TIMEOUT,
         executor: str | None = None,
         ray_address: str | None = None,
+        memory_limit: int | None = None,
     ) -> None:
-        self.n_processes = positive_int(
+        auto = n_processes == "auto"
+        workers = 1 if auto else positive_int(
             "n_processes", (os.cpu_count() or 1) if n_processes is None else n_processes)
+        self.n_processes: int | str = "auto" if auto else workers
         self.n_prefetch = positive_int("n_prefetch", n_prefetch)
+        autotune = AutoWorkers(memory_limit=memory_limit) if auto else None
+        if memory_limit is not None and not auto:
+            raise ValueError(f"memory_limit is for n_processes='auto', got "
+                             f"n_processes={n_processes!r}")
         if shared_mem is not None:
             positive_int("shared_mem", shared_mem)
         if dataset_timeout is not None and not (
@@ -106,8 +118,10 @@ class MultiprocessIterator(ChainerIterator):
         if maxtasksperchild is not None:
             positive_int("maxtasksperchild", maxtasksperchild)
         spec = ExecutorSpec(
-            "process", workers=self.n_processes,
-            depth=self.n_processes * (self.n_prefetch + 1), start_method=start_method,
+            "process", workers=workers,
+            # With "auto" the depth follows the workers (two each).
+            depth=None if autotune else workers * (self.n_prefetch + 1),
+            start_method=start_method,
             timeout=timeout, converter=converter, worker_init=worker_init,
             max_tasks=maxtasksperchild, warn_after=dataset_timeout).placed(executor, ray_address)
         self.converter = converter
@@ -119,4 +133,4 @@ class MultiprocessIterator(ChainerIterator):
         self.shared_mem = shared_mem
         super().__init__(Engine(dataset, batch_size=batch_size, repeat=repeat, shuffle=shuffle,
                                 order_sampler=order_sampler, seed=seed, last_batch=last_batch,
-                                executor=spec))
+                                executor=spec, autotune=autotune))

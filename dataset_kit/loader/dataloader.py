@@ -35,7 +35,7 @@ import numpy as np
 from dataset_kit._checks import non_negative_int
 from dataset_kit._mxnet_arrays import mxnet_outputs
 from dataset_kit.convert import to_device
-from dataset_kit.engine import Engine, ExecutorSpec, Ledger, states
+from dataset_kit.engine import AutoWorkers, Engine, ExecutorSpec, Ledger, states
 from dataset_kit.loader.batchify import default_batchify_fn
 from dataset_kit.loader.samplers import (
     LAST_BATCH,
@@ -73,10 +73,14 @@ class DataLoader:
             :func:`~dataset_kit.loader.default_batchify_fn` when None.
         num_workers: worker processes (threads with ``thread_pool``); 0 builds
             batches in the calling thread. Negative counts as 0, as in Gluon.
+            ``"auto"``: start with one and let the engine's controller
+            (:class:`~dataset_kit.engine.AutoWorkers`) add and remove workers
+            while it runs, without changing a batch. Not in Gluon.
         pin_memory: with MXNet in use, batches in ``mx.cpu_pinned(pin_device_id)``
             (Gluon's); with a CUDA ``device``, pin host memory before the copy.
         pin_device_id: the pinned memory's device id (Gluon's).
-        prefetch: batches requested ahead; ``2 * num_workers`` when None.
+        prefetch: batches requested ahead; ``2 * num_workers`` when None;
+            ``"auto"``: two per worker, as the number of workers changes.
         thread_pool: use threads instead of processes.
         timeout: seconds a worker may stay silent while its batch is awaited
             before a :class:`~dataset_kit.iterators.BatchTimeoutError`
@@ -89,6 +93,8 @@ class DataLoader:
         start_method: ``"fork"``, ``"forkserver"`` or ``"spawn"`` for the
             worker processes; None for the platform's default (fork where
             available). Not in Gluon.
+        memory_limit: for ``num_workers="auto"``: bytes the workers' RSS may
+            reach in all (None: half the memory available now). Not in Gluon.
         auto_reload: with workers, start building batches at construction
             and the next epoch's as soon as an epoch ends; False (Gluon 1.9.1's
             default in its code, though its docstring says True) builds
@@ -111,11 +117,13 @@ class DataLoader:
 
     def __init__(self, dataset: Any, batch_size: int | None = None, shuffle: bool = False,
                  sampler: Any = None, last_batch: str | None = None, batch_sampler: Any = None,
-                 batchify_fn: Callable[[Any], Any] | None = None, num_workers: int = 0,
-                 pin_memory: bool = False, pin_device_id: int = 0, prefetch: int | None = None,
+                 batchify_fn: Callable[[Any], Any] | None = None, num_workers: int | str = 0,
+                 pin_memory: bool = False, pin_device_id: int = 0,
+                 prefetch: int | str | None = None,
                  thread_pool: bool = False, timeout: float = 120, seed: int | None = None,
                  device: Any = None, auto_reload: bool = False,
-                 start_method: str | None = None, try_nopython: bool | None = None) -> None:
+                 start_method: str | None = None, try_nopython: bool | None = None,
+                 memory_limit: int | None = None) -> None:
         if batch_sampler is None:
             if batch_size is None:
                 raise ValueError("batch_size must be specified unless batch_sampler is specified")
@@ -139,12 +147,19 @@ class DataLoader:
             raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
         if batchify_fn is not None and not callable(batchify_fn):
             raise TypeError(f"batchify_fn must be callable, got {type(batchify_fn).__name__}")
-        workers = max(0, int(num_workers))
-        prefetch = 2 * workers if prefetch is None else non_negative_int("prefetch", prefetch)
+        auto = num_workers == "auto"
+        autotune = AutoWorkers(memory_limit=memory_limit) if auto else None
+        if memory_limit is not None and not auto:
+            raise ValueError(f"memory_limit is for num_workers='auto', got "
+                             f"num_workers={num_workers!r}")
+        workers = 1 if auto else max(0, int(num_workers))
+        # With "auto" (or prefetch="auto") the depth follows the workers: two each.
+        depth = None if auto or prefetch == "auto" else 1 + (
+            2 * workers if prefetch is None else non_negative_int("prefetch", prefetch))
         batchify = default_batchify_fn if batchify_fn is None else batchify_fn
         executor = ExecutorSpec(
             "serial" if workers == 0 else "thread" if thread_pool else "process",
-            workers=workers, depth=prefetch + 1, start_method=start_method, timeout=timeout,
+            workers=workers, depth=depth, start_method=start_method, timeout=timeout,
             converter=batchify)
         order = None if sampler is None else \
             sampler if isinstance(sampler, BatchListOrder) else as_order_sampler(sampler)
@@ -155,7 +170,8 @@ class DataLoader:
             raise TypeError(f"auto_reload must be True or False, got {auto_reload!r}")
         self._engine = Engine(dataset, batch_size=batch_size, shuffle=None if order else shuffle,
                               order_sampler=order, seed=seed, last_batch=LAST_BATCH[last_batch],
-                              executor=executor, hold_between_epochs=not auto_reload)
+                              executor=executor, hold_between_epochs=not auto_reload,
+                              autotune=autotune)
         self._device, self._pin_memory = device, bool(pin_memory)
         self._pin_device_id = non_negative_int("pin_device_id", pin_device_id)
         to_device(device, None)  # a bad or unavailable device fails here, not mid-epoch

@@ -34,7 +34,7 @@ import multiprocessing.context
 import signal
 import warnings
 from collections.abc import Callable, Iterator
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 import torch
 from torch.utils.data import (
@@ -50,6 +50,7 @@ from torch.utils.data._utils.pin_memory import pin_memory as _pin
 from torch.utils.data.dataloader import _InfiniteConstantSampler
 
 from dataset_kit.engine import (
+    AutoWorkers,
     BatchTimeoutError,
     Engine,
     ExecutorSpec,
@@ -122,7 +123,10 @@ class DataLoader(Generic[_T_co]):
         shuffle: reshuffle every epoch (a ``RandomSampler``).
         sampler: a torch ``Sampler`` or any iterable of indices with ``len``.
         batch_sampler: a torch ``BatchSampler`` or any iterable of index lists.
-        num_workers: worker processes; 0 loads in the calling thread.
+        num_workers: worker processes; 0 loads in the calling thread;
+            ``"auto"`` starts with one and lets the engine's controller
+            (:class:`~dataset_kit.engine.AutoWorkers`) add and remove workers
+            while it runs, without changing a batch (not in PyTorch).
         collate_fn: merges a list of examples into a batch (in the workers).
         pin_memory: pin each batch once, when an accelerator is available.
         drop_last: drop the last incomplete batch.
@@ -140,6 +144,8 @@ class DataLoader(Generic[_T_co]):
             with the same batches (map-style datasets only).
         ray_address: not PyTorch's: the Ray cluster's address for
             ``executor="ray"`` (None: ``RAY_ADDRESS``, else a local Ray).
+        memory_limit: for ``num_workers="auto"``: bytes the workers' RSS may
+            reach in all (None: half the memory available now). Not in PyTorch.
 
     Raises:
         ValueError: for PyTorch's argument conflicts, with its messages.
@@ -148,14 +154,15 @@ class DataLoader(Generic[_T_co]):
     """
 
     def __init__(self, dataset: Any, batch_size: int | None = 1, shuffle: bool | None = None,
-                 sampler: Any = None, batch_sampler: Any = None, num_workers: int = 0,
+                 sampler: Any = None, batch_sampler: Any = None, num_workers: int | str = 0,
                  collate_fn: Callable | None = None, pin_memory: bool = False,
                  drop_last: bool = False, timeout: float = 0,
                  worker_init_fn: Callable[[int], Any] | None = None,
                  multiprocessing_context: Any = None, generator: Any = None, *,
                  prefetch_factor: int | None = None, persistent_workers: bool = False,
                  pin_memory_device: str = "", in_order: bool = True,
-                 executor: str | None = None, ray_address: str | None = None) -> None:
+                 executor: str | None = None, ray_address: str | None = None,
+                 memory_limit: int | None = None) -> None:
         iterable = isinstance(dataset, IterableDataset)
         if iterable and executor == "ray":
             raise ValueError("executor='ray' builds planned batches of a map-style dataset; an "
@@ -172,6 +179,18 @@ class DataLoader(Generic[_T_co]):
         elif not (hasattr(dataset, "__getitem__") and hasattr(dataset, "__len__")):
             raise TypeError(f"dataset must be map-style (have __getitem__ and __len__) or an "
                             f"IterableDataset, got {type(dataset).__name__}")
+        if iterable and num_workers == "auto":
+            raise ValueError("num_workers='auto' changes the number of workers while the loader "
+                             "runs, and an IterableDataset splits itself by worker: give it a "
+                             "fixed num_workers")
+        auto_workers = num_workers == "auto"
+        autotune = AutoWorkers(memory_limit=memory_limit) if auto_workers else None
+        if memory_limit is not None and not auto_workers:
+            raise ValueError(f"memory_limit is for num_workers='auto', got "
+                             f"num_workers={num_workers!r}")
+        asked_workers = num_workers
+        # The controller starts with one worker.
+        num_workers = 1 if auto_workers else cast(int, num_workers)
         # PyTorch's checks, in its order and with its words.
         if num_workers < 0:
             raise ValueError("num_workers option should be non-negative; "
@@ -212,7 +231,8 @@ class DataLoader(Generic[_T_co]):
         # PyTorch's attributes, for code that reads them.
         self.dataset, self.batch_size, self.drop_last = dataset, batch_size, drop_last
         self.sampler, self.batch_sampler, self.generator = sampler, batch_sampler, generator
-        self.num_workers, self.prefetch_factor = num_workers, prefetch_factor
+        self.num_workers, self.prefetch_factor = asked_workers, prefetch_factor
+        self._workers = num_workers  # the count started with ("auto" starts with one)
         self.pin_memory, self.pin_memory_device = pin_memory, pin_memory_device
         self.timeout, self.worker_init_fn = timeout, worker_init_fn
         self.multiprocessing_context = multiprocessing_context
@@ -229,7 +249,8 @@ class DataLoader(Generic[_T_co]):
         depth, worker_start = None, None
         if num_workers > 0:
             assert prefetch_factor is not None  # defaulted to 2 above with workers
-            depth = max(1, prefetch_factor * num_workers)
+            # With "auto" the depth follows the workers (two each).
+            depth = None if auto_workers else max(1, prefetch_factor * num_workers)
             worker_start = WorkerStart(dataset, worker_init_fn, 0)
         self._executor = ExecutorSpec(
             "serial" if num_workers == 0 else "process", workers=num_workers,
@@ -246,7 +267,7 @@ class DataLoader(Generic[_T_co]):
             fetched = Fetch(dataset)
             self._engine = Engine(fetched, batch_size=None, order_sampler=self._order,
                                   seed=self._seed, last_batch="keep", executor=self._executor,
-                                  identity=dataset)
+                                  identity=dataset, autotune=autotune)
             # The first epoch is drawn: a sampler yielding lists makes each one a
             # key (workers start with the first batch, so they get this as well).
             fetched.key_type = self._order.key_type
@@ -257,7 +278,8 @@ class DataLoader(Generic[_T_co]):
         self._initialized = True
         # PyTorch's warning for more workers than CPUs (it reads num_workers only).
         # Not a torch DataLoader subclass, which torch's annotation of self asks for.
-        _TorchDataLoader.check_worker_number_rationality(self)  # type: ignore[arg-type]
+        if not auto_workers:
+            _TorchDataLoader.check_worker_number_rationality(self)  # type: ignore[arg-type]
 
     def __setattr__(self, attr: str, value: Any) -> None:
         if attr in _FIXED and getattr(self, "_initialized", False):
@@ -289,7 +311,7 @@ class DataLoader(Generic[_T_co]):
 
     def _stream_engine(self, resume: Resume | None) -> Engine:
         """The engine over an iterable's streams (one index per batch, identity order)."""
-        streams = Streams(self.dataset, max(1, self.num_workers), self.batch_size,
+        streams = Streams(self.dataset, max(1, self._workers), self.batch_size,
                           self.drop_last)
         streams.resume = resume
         executor = dataclasses.replace(self._executor,
@@ -394,7 +416,7 @@ class DataLoader(Generic[_T_co]):
         self._resuming = True
 
     def _streams_position(self) -> dict:
-        n = max(1, self.num_workers)
+        n = max(1, self._workers)
         saved = self._streams_state
         if saved is None:  # nothing yielded in this iteration: every stream at its start
             saved = {"first": 0, "positions": [None] * n}
@@ -407,7 +429,7 @@ class DataLoader(Generic[_T_co]):
         if not isinstance(saved, dict) or not {"workers", "first", "positions"} <= set(saved):
             raise ValueError(f"state['door']['streams'] must be an IterableDataset loader's "
                              f"streams (workers, first, positions), got {saved!r:.200}")
-        n = max(1, self.num_workers)
+        n = max(1, self._workers)
         if saved["workers"] != n:
             raise ValueError(
                 f"this state holds the positions of {saved['workers']} worker streams of "
@@ -497,7 +519,7 @@ class _StreamIterator:
         self._loader = loader
         self._iteration = iteration
         self._pin = pin
-        self._n = max(1, loader.num_workers)
+        self._n = max(1, loader._workers)
         saved = loader._streams_state
         self._positions: list = list(saved["positions"]) if saved else [None] * self._n
         self._ended = {s for s, p in enumerate(self._positions) if p and p["ended"]}
@@ -538,7 +560,7 @@ class _StreamIterator:
         words = (f"Length of IterableDataset {loader.dataset} was reported to be {said}"
                  f"(when accessing len(dataloader)), but {self._yielded} samples have been "
                  f"fetched. ")
-        if loader.num_workers > 0:
+        if loader._workers > 0:
             words += ("For multiprocessing data-loading, this could be caused by not properly "
                       "configuring the IterableDataset replica at each worker. Please see "
                       "https://pytorch.org/docs/stable/data.html#torch.utils.data."

@@ -41,6 +41,9 @@ class Done(NamedTuple):
     block_name: str | None
     block_size: int
     nbytes: int
+    # Seconds the worker spent (idle before the task, fetching, in the
+    # converter, packing into shared memory): a few floats, for profiles.
+    phases: tuple[float, float, float, float] | tuple[()] = ()
 
 
 class Failed(NamedTuple):

@@ -28,7 +28,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dataset_kit.engine import _wire
+from dataset_kit.engine import _stats, _wire
 from dataset_kit.engine._process import reaper as _reaper
 from dataset_kit.engine._process import shm as _shm
 from dataset_kit.engine._process.lifeline import Lifeline, keep_from_children, release
@@ -271,6 +271,8 @@ class ProcessPool:
             return worker_failure(
                 f"worker {worker.index} (pid {worker.process.pid}) raised while building "
                 f"batch {message.task_id}:\n{message.traceback}", message.error)
+        if message.phases:
+            _stats.note_phases(worker.index, message.phases)
         name = message.block_name
         if name is None:
             if lent is not None:

@@ -19,6 +19,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 import traceback
 from typing import Any, NoReturn
 
@@ -88,7 +89,9 @@ def worker_main(config: WorkerConfig, conn: Any, lifeline: Any) -> None:
     # A fresh pool starts each worker with its first task (no pipe round trip),
     # whose examples it may have to claim (see _first_batch).
     first, claims = config.first, config.claims  # claims: only for the first task
+    clock = time.perf_counter
     while True:
+        idle = clock()
         if first is not None:
             message, first = first, None
         else:
@@ -107,6 +110,7 @@ def worker_main(config: WorkerConfig, conn: Any, lifeline: Any) -> None:
         # Gathers write straight into the block lent with the task, if any.
         arena = _arena_for(task, blocks) if config.use_shm else None
         previous = _gather.install(arena)
+        started = clock()
         try:
             if init_failure is not None:  # the caller sees its message and traceback
                 raise init_failure
@@ -119,13 +123,17 @@ def worker_main(config: WorkerConfig, conn: Any, lifeline: Any) -> None:
             else:
                 batch = fetch_batch(dataset, BatchPlan(task.indices, task.epochs), task.seed,
                                     stack=converter is None and not config.use_shm)
+            fetched = clock()
             if converter is not None:
                 batch = converter(batch)
+            converted = clock()
             if config.use_shm:
                 reply, created = _pack(task, batch, blocks, config, created, arena,
                                        stack=converter is None)
             else:
                 reply = Done(task.task_id, batch, None, 0, 0)
+            reply = reply._replace(phases=(started - idle, fetched - started,
+                                           converted - fetched, clock() - converted))
         except Exception as error:  # noqa: BLE001 - every failure goes to the parent
             reply = Failed(task.task_id, _picklable(error), traceback.format_exc())
         finally:
