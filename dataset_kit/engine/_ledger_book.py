@@ -44,13 +44,19 @@ class LedgerBook:
         self.dataset_length = dataset_length
         self.fingerprint = fingerprint
         self._starts = {0: (CHAIN_START, 0)} if starts is None else dict(starts)
+        # Epochs whose start follows an epoch left before its end (start_next_epoch):
+        # no later state may put its base before one, since a load recomputes whole
+        # epochs from the base on.
+        self._cut: set[int] = set()
         # The last ledger computed: a checkpoint every few batches hashes only
         # the batches since.
         self._last: tuple[int, int, int, int] | None = None  # epoch, stop, chain, total
 
     def copy(self) -> LedgerBook:
         """Return a book with the same memo (a copied engine's)."""
-        return LedgerBook(self.spec, self.dataset_length, self.fingerprint, self._starts)
+        other = LedgerBook(self.spec, self.dataset_length, self.fingerprint, self._starts)
+        other._cut = set(self._cut)
+        return other
 
     def _end(self) -> int:
         """Where each epoch's consumed ids end in its order."""
@@ -98,6 +104,7 @@ class LedgerBook:
                                    total + max(stop - head, 0))
         for e in [e for e in self._starts if e > epoch + 1]:
             del self._starts[e]
+        self._cut = {e for e in self._cut if e <= epoch} | {epoch + 1}
 
     def base_of(self, orders: Orders, position: Position) -> int:
         """Return the epoch whose start a state records: the one holding the last consumed id.
@@ -107,8 +114,9 @@ class LedgerBook:
         epoch's end still proves an epoch's worth of ids.
         """
         epoch, head = position.epoch, self._head(orders, position.epoch)
-        # Nothing is known before the earliest start noted (a loaded state's base).
-        earliest = min(self._starts)
+        # Nothing is known before the earliest start noted (a loaded state's base),
+        # and nothing re-derivable before an epoch whose predecessor was left early.
+        earliest = max([min(self._starts), *(e for e in self._cut if e <= epoch)])
         if position.current_position > head or epoch <= earliest:
             return epoch
         total = self.start(orders, epoch)[1] - position.carry

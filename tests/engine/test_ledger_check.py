@@ -178,3 +178,29 @@ def test_the_oracle_s_mutants_are_refused_by_the_ledger_alone(change):
     with pytest.raises(ResumeMismatchError) as info:
         Engine(np.arange(20), batch_size=3, seed=0).load_state_dict(state)
     assert info.value.cause == ("order" if change == "wrong seed" else "epoch")
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+@pytest.mark.parametrize("left_at", [1, 3])
+def test_a_state_saved_after_leaving_an_epoch_early_loads_and_goes_on_alike(shuffle, left_at):
+    # start_next_epoch mid-epoch (PyTorch's iter() after a break does it): the ids of the
+    # skipped rest were never consumed, and a load must not expect them.
+    def make() -> Engine:
+        return Engine(np.arange(10), batch_size=2, shuffle=shuffle, seed=3)
+
+    engine = make()
+    for _ in range(left_at):
+        engine.next()
+    engine.start_next_epoch()
+    engine.next()
+    state = engine.state_dict()
+    resumed = make()
+    resumed.load_state_dict(state)
+    assert resumed.ledger() == engine.ledger()
+    for _ in range(7):
+        assert np.array_equal(resumed.next(), engine.next())
+    assert resumed.ledger() == engine.ledger()
+    engine.start_next_epoch()
+    again = make()
+    again.load_state_dict(engine.state_dict())
+    assert again.ledger() == engine.ledger()
