@@ -117,6 +117,9 @@ def read_state(state: Any, spec: BatchSpec, dataset_length: int) -> dict:
     # Fewer examples than a batch roll over (more would have made a batch); they
     # may come from several epochs when the batch is larger than an epoch.
     carry = index_field(state, "carry", 0, spec.batch_size, prefix=invalid)
+    if carry and not spec.policy.carries:
+        raise ValueError(f"{invalid}carry={carry!r}, but last_batch={spec.last_batch!r} carries "
+                         f"no example into the next epoch")
     if carry and not (pos == 0 and epoch * n >= carry):
         raise ValueError(f"{invalid}epoch={epoch!r}, "
                          f"current_position={pos!r}, carry={carry!r} (examples carry over "

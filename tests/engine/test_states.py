@@ -128,3 +128,19 @@ def test_a_door_registers_its_old_shapes_and_the_engine_names_no_door():
 def test_registering_an_upgrade_checks_its_arguments(door, upgrade, bare, error):
     with pytest.raises(error, match="door|upgrade"):
         states.register_upgrade(door, upgrade, bare_engine_states=bare)
+
+
+@pytest.mark.parametrize("last_batch", [None, "pad", "discard", "keep"])
+def test_a_carry_under_a_policy_that_carries_nothing_is_refused(last_batch):
+    # Found by a hypothesis draw through MXNet's PrefetchingIter: carry=1 under 'pad' was
+    # accepted here, and the door then failed with a message about something else.
+    engine = Engine(np.arange(10), batch_size=4, shuffle=False, last_batch=last_batch)
+    for _ in range(3):
+        engine.next()
+    state = engine.state_dict()
+    state.update(epoch=1, current_position=0, carry=1)
+    state.pop("ledger", None)
+    before = engine.state_dict()
+    with pytest.raises(ValueError, match="carries no example"):
+        engine.load_state_dict(state)
+    assert engine.state_dict() == before
