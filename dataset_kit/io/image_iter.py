@@ -208,6 +208,10 @@ class ImageIter(EngineDataIter):
         timeout: seconds to wait for a batch from the workers.
         **kwargs: passed to :func:`~dataset_kit.image.CreateAugmenter` when
             ``aug_list`` is None.
+        executor: not MXNet's: None (worker processes) or ``"ray"``: the
+            workers are actors of a Ray cluster (:doc:`/cluster`), with the same
+            batches.
+        ray_address: the Ray cluster's address for ``executor="ray"``.
 
     Raises:
         ValueError: no input, a ``data_shape`` that is not ``(3, h, w)``, an
@@ -226,7 +230,8 @@ class ImageIter(EngineDataIter):
                  data_name: str = "data", label_name: str = "softmax_label",
                  dtype: str = "float32", last_batch_handle: str = "pad", *,
                  num_workers: int = 0, seed: int | None = None, start_method: str | None = None,
-                 timeout: float | None = DEFAULT_BATCH_TIMEOUT, **kwargs: Any) -> None:
+                 timeout: float | None = DEFAULT_BATCH_TIMEOUT, executor: str | None = None,
+                 ray_address: str | None = None, **kwargs: Any) -> None:
         batch_size, data_shape = _check(batch_size, data_shape, path_imgrec, path_imglist,
                                         imglist, dtype, last_batch_handle)
         label_width = positive_int("label_width", label_width)
@@ -260,16 +265,16 @@ class ImageIter(EngineDataIter):
         dataset = _ImageExamples(records, keys, items, path_root, self.auglist, data_shape,
                                  label_width, dtype)
         workers = non_negative_int("num_workers", num_workers)
-        executor = ExecutorSpec("process" if workers else "serial", workers=workers,
-                                start_method=start_method, timeout=timeout,
-                                converter=concat_examples)
+        spec = ExecutorSpec("process" if workers else "serial", workers=workers,
+                            start_method=start_method, timeout=timeout,
+                            converter=concat_examples).placed(executor, ray_address)
         policy, pad_rule = LAST_BATCH_HANDLE[last_batch_handle], _PAD_RULES[last_batch_handle]
         # Imported before the workers fork, so that they inherit them (see load_decoders).
         with contextlib.suppress(ImportError):  # then the first decode says so
             load_decoders()
         _resize.opencv()
         engine = Engine(dataset, batch_size=batch_size, shuffle=self.shuffle, seed=seed,
-                        last_batch=policy, executor=executor)
+                        last_batch=policy, executor=spec)
         label_shape = (label_width,) if label_width > 1 else ()
         super().__init__(engine, [DataDesc(data_name, data_shape, np.float32)],
                          [DataDesc(label_name, label_shape, np.dtype(dtype))], pad_rule,

@@ -212,6 +212,10 @@ class ImageRecordIter(NativeDataIter):
             (``resize``, ``rand_crop``, ``rand_mirror``, ``max_rotate_angle``,
             ``inter_method``, ``mean_r``, ``std_r``, ``max_random_illumination``,
             ...); anything else is ignored with a warning, as MXNet ignores it.
+        executor: not MXNet's: None (worker processes) or ``"ray"``: the
+            workers are actors of a Ray cluster (:doc:`/cluster`), with the same
+            batches.
+        ray_address: the Ray cluster's address for ``executor="ray"``.
 
     Raises:
         MXNetError: for a bad ``data_shape`` or any argument MXNet refuses
@@ -229,7 +233,8 @@ class ImageRecordIter(NativeDataIter):
                  aug_seq: str = "aug_default", dtype: str | None = None,
                  start_method: str | None = None,
                  timeout: float | None = DEFAULT_BATCH_TIMEOUT, data_name: str = "data",
-                 label_name: str = "softmax_label", **options: Any) -> None:
+                 label_name: str = "softmax_label", executor: str | None = None,
+                 ray_address: str | None = None, **options: Any) -> None:
         shape = _data_shape(data_shape)
         batch_size = positive_int("batch_size", batch_size)
         workers = non_negative_int("preprocess_threads", preprocess_threads)
@@ -267,14 +272,14 @@ class ImageRecordIter(NativeDataIter):
             params = dataclasses.replace(params, mean=self._mean_image(
                 mean_img, make(params), shape, seed))
         dataset = make(params)
-        executor = ExecutorSpec("process" if workers else "serial", workers=workers,
-                                start_method=start_method, timeout=timeout,
-                                converter=concat_examples)
+        spec = ExecutorSpec("process" if workers else "serial", workers=workers,
+                            start_method=start_method, timeout=timeout,
+                            converter=concat_examples).placed(executor, ray_address)
         policy, pad_rule = (
             (LAST_BATCH_HANDLE[last_batch_handle], _PAD_RULES[last_batch_handle])
             if last_batch_handle else (None, "wrapped") if round_batch else ("pad", "padding"))
         engine = Engine(dataset, batch_size=batch_size, shuffle=shuffle, seed=seed,
-                        last_batch=policy, executor=executor)
+                        last_batch=policy, executor=spec)
         label_shape = () if label_width == 1 else (label_width,)
         super().__init__(engine, [DataDesc(data_name, shape, np.dtype(dtype))],
                          [DataDesc(label_name, label_shape, np.float32)], pad_rule,

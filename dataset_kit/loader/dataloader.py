@@ -109,6 +109,10 @@ class DataLoader:
     batch (``batch_size`` larger than the dataset): ``iter()`` then yields
     nothing, and ``'rollover'`` keeps the epoch's examples for a later batch,
     as Gluon's ``BatchSampler`` does.
+        executor: not Gluon's: None (this machine's workers) or ``"ray"``: the
+            ``num_workers`` workers are actors of a Ray cluster (:doc:`/cluster`),
+            with the same batches.
+        ray_address: the Ray cluster's address for ``executor="ray"``.
 
     Raises:
         ValueError: for Gluon's argument conflicts or a bad ``last_batch``.
@@ -123,7 +127,8 @@ class DataLoader:
                  thread_pool: bool = False, timeout: float = 120, seed: int | None = None,
                  device: Any = None, auto_reload: bool = False,
                  start_method: str | None = None, try_nopython: bool | None = None,
-                 memory_limit: int | None = None) -> None:
+                 memory_limit: int | None = None, executor: str | None = None,
+                 ray_address: str | None = None) -> None:
         if batch_sampler is None:
             if batch_size is None:
                 raise ValueError("batch_size must be specified unless batch_sampler is specified")
@@ -157,10 +162,10 @@ class DataLoader:
         depth = None if auto or prefetch == "auto" else 1 + (
             2 * workers if prefetch is None else non_negative_int("prefetch", prefetch))
         batchify = default_batchify_fn if batchify_fn is None else batchify_fn
-        executor = ExecutorSpec(
+        spec = ExecutorSpec(
             "serial" if workers == 0 else "thread" if thread_pool else "process",
             workers=workers, depth=depth, start_method=start_method, timeout=timeout,
-            converter=batchify)
+            converter=batchify).placed(executor, ray_address)
         order = None if sampler is None else \
             sampler if isinstance(sampler, BatchListOrder) else as_order_sampler(sampler)
         self._own_batches = order if isinstance(order, BatchListOrder) else None
@@ -170,7 +175,7 @@ class DataLoader:
             raise TypeError(f"auto_reload must be True or False, got {auto_reload!r}")
         self._engine = Engine(dataset, batch_size=batch_size, shuffle=None if order else shuffle,
                               order_sampler=order, seed=seed, last_batch=LAST_BATCH[last_batch],
-                              executor=executor, hold_between_epochs=not auto_reload,
+                              executor=spec, hold_between_epochs=not auto_reload,
                               autotune=autotune)
         self._device, self._pin_memory = device, bool(pin_memory)
         self._pin_device_id = non_negative_int("pin_device_id", pin_device_id)

@@ -76,6 +76,10 @@ class DataIterator:
         stop_exhausted: serve the full batches of one epoch, then raise
             ``StopIteration`` (NNabla's); otherwise repeat forever.
         n_processes: build batches in this many worker processes instead.
+        executor: not NNabla's: None (this machine's workers) or ``"ray"``:
+            the ``n_processes`` workers (one with ``use_thread``) are actors of
+            a Ray cluster (:doc:`/cluster`), with the same batches.
+        ray_address: the Ray cluster's address for ``executor="ray"``.
         start_method: the worker processes' start method (not in NNabla);
             None for the platform's default.
         timeout: seconds a worker thread or process may stay silent while
@@ -93,7 +97,8 @@ class DataIterator:
                  use_thread: bool = True, epoch_begin_callbacks: Sequence[Callback] = (),
                  epoch_end_callbacks: Sequence[Callback] = (), stop_exhausted: bool = False,
                  n_processes: int | None = None, start_method: str | None = None,
-                 timeout: float | None = DEFAULT_BATCH_TIMEOUT) -> None:
+                 timeout: float | None = DEFAULT_BATCH_TIMEOUT, executor: str | None = None,
+                 ray_address: str | None = None) -> None:
         if not isinstance(data_source, DataSource):
             raise TypeError(f"data_source must be a DataSource, got {type(data_source).__name__}")
         self._batch_size = positive_int("batch_size", batch_size)
@@ -112,18 +117,20 @@ class DataIterator:
         self._use_thread = bool(use_thread)
         self._n_processes = None if n_processes is None else positive_int("n_processes",
                                                                           n_processes)
+        self._placement = (executor, ray_address)
         if self._n_processes is not None:
-            executor = ExecutorSpec("process", workers=self._n_processes,
-                                    start_method=start_method, timeout=timeout,
-                                    converter=concat_examples)
+            spec = ExecutorSpec("process", workers=self._n_processes,
+                                start_method=start_method, timeout=timeout,
+                                converter=concat_examples)
         else:
-            executor = ExecutorSpec("thread" if self._use_thread else "serial", workers=1,
-                                    depth=2, timeout=timeout, converter=concat_examples)
+            spec = ExecutorSpec("thread" if self._use_thread else "serial", workers=1,
+                                depth=2, timeout=timeout, converter=concat_examples)
+        spec = spec.placed(executor, ray_address)
         self._engine = Engine(data_source, batch_size=self._batch_size,
                               repeat=not self._stop_exhausted, shuffle=data_source.shuffle,
                               seed=_seed_of(data_source._rng if rng is None else rng),
                               last_batch="discard" if self._stop_exhausted else None,
-                              executor=executor)
+                              executor=spec)
 
     # -- NNabla's attributes -------------------------------------------------
 
@@ -290,8 +297,10 @@ class DataIterator:
                     cache_file_name_prefix=f"cache_sliced_{slice_start:08d}_{slice_end:08d}",
                     shuffle=self._data_source.shuffle, rng=rng)
             source = DataSourceWithMemoryCache(source, shuffle=self._data_source.shuffle, rng=rng)
+        executor, ray_address = self._placement
         return DataIterator(source, self._batch_size, rng=rng, use_thread=self._use_thread,
-                            n_processes=self._n_processes)
+                            n_processes=self._n_processes, executor=executor,
+                            ray_address=ray_address)
 
     # -- lifetime ------------------------------------------------------------
 

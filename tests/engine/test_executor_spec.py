@@ -90,3 +90,16 @@ def test_the_spec_checks_its_ray_settings():
         local.placed(None, "127.0.0.1:1")
     with pytest.raises(ValueError, match="got 0"):
         ExecutorSpec("serial").placed("ray")
+
+
+def test_a_door_refuses_an_unknown_executor_naming_it():
+    from dataset_kit.iterators import MultiprocessIterator
+    from dataset_kit.loader import DataLoader
+
+    with pytest.raises(ValueError, match="executor must be None, 'local' or 'ray', got 'dask'"):
+        DataLoader(np.arange(8), batch_size=2, num_workers=1, executor="dask")
+    with pytest.raises(ValueError, match="ray_address is for executor='ray'"):
+        MultiprocessIterator(np.arange(8), 2, n_processes=1, ray_address="127.0.0.1:1")
+    with pytest.raises(ValueError, match="got 0"):
+        DataLoader(np.arange(8), batch_size=2, num_workers=0, executor="ray")
+

@@ -255,6 +255,37 @@ def test_the_doors_place_their_workers_on_ray(cluster):
         assert [[y for _, y in b] for b in take(it, 14)] == sharded_local
 
 
+def test_gluons_loader_places_its_workers_on_ray(cluster):
+    from dataset_kit.loader import DataLoader
+
+    data = Slow(64)
+    want = [b[1].tolist() for b in DataLoader(data, batch_size=8, shuffle=True, seed=2,
+                                              num_workers=2, device="@numpy")]
+    got = [b[1].tolist() for b in DataLoader(data, batch_size=8, shuffle=True, seed=2,
+                                             num_workers=2, device="@numpy", executor="ray",
+                                             ray_address=cluster.address)]
+    assert got == want
+
+
+def nnabla_example(i: int) -> tuple:
+    return (np.full(3, i, np.float32), np.int64(i))
+
+
+def test_nnablas_data_iterator_places_its_workers_on_ray(cluster):
+    from dataset_kit.sources import DataIterator, SimpleDataSource
+
+    def batches(**kwargs) -> list:
+        source = SimpleDataSource(nnabla_example, 40, shuffle=True,
+                                  rng=np.random.RandomState(5))
+        it = DataIterator(source, 8, n_processes=2, **kwargs)
+        try:
+            return [it.next()[1].tolist() for _ in range(10)]
+        finally:
+            it.close()
+
+    assert batches(executor="ray", ray_address=cluster.address) == batches()
+
+
 def test_the_torch_door_places_its_workers_on_ray(cluster):
     torch = pytest.importorskip("torch", reason="the torch door needs PyTorch (the torch extra)")
     import dataset_kit.torch as dk_torch
