@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from dataset_kit.engine._executors import _Closable
 from dataset_kit.engine._fetch import fetch_batch
 from dataset_kit.engine._statemachine import BatchPlan
 from dataset_kit.engine.errors import BatchTimeoutError, WorkerDiedError, WorkerError
@@ -70,7 +71,7 @@ class RayHandle:
     ref: Any = field(default=None, repr=False)
 
 
-class RayExecutor:
+class RayExecutor(_Closable):
     """Builds batches ahead on ``workers`` Ray actors (see the module's doc).
 
     Args:
@@ -112,8 +113,6 @@ class RayExecutor:
         self._alive: list[bool] = []
         self._in_flight: list[int] = []
         self._last_error: BaseException | None = None
-        self.closed = False
-        self._failure: BaseException | None = None
 
     # -- the pool ------------------------------------------------------------------------
 
@@ -153,14 +152,6 @@ class RayExecutor:
             f"{last}")
 
     # -- the executor protocol -----------------------------------------------------------
-
-    def ensure_open(self) -> None:
-        if self._failure is not None:
-            raise RuntimeError(
-                "the iterator stopped after a worker failure; create a new iterator"
-            ) from self._failure
-        if self.closed:
-            raise RuntimeError("the iterator was finalized; create a new iterator")
 
     def submit(self, plan: BatchPlan, seed: int) -> RayHandle:
         if not self._actors:
