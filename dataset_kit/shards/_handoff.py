@@ -87,7 +87,11 @@ class Downloads:
             job.done, job.error = True, error
             if error is not None and job.data is not None:
                 self.late_errors.append(error)
-            job.data = None  # the published file replaces it (readers took their reference)
+            if error is None:
+                job.data = None  # the published file replaces it
+            # After a failed write the verified bytes stay: a reader handed them may not
+            # have woken yet, and it must get them, not the write's error (the next read
+            # raises that, from late_errors).
             if self._jobs.get(shard) is job:
                 del self._jobs[shard]
             self._changed.notify_all()

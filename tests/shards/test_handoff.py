@@ -203,3 +203,23 @@ def test_any_reads_by_threads_get_their_samples_and_leave_only_whole_shards(
     if limit is not None:
         assert sum((cache / n).stat().st_size for n in os.listdir(cache)
                    if n.endswith(".dks")) <= limit
+
+
+def test_a_reader_handed_the_bytes_gets_them_even_if_it_wakes_after_the_write_failed():
+    # The race CI met: the bytes are handed over, the write fails at once and the job
+    # ends, and only then does the waiting reader wake. It must get the verified bytes;
+    # the write's error is for the next read.
+    from dataset_kit.shards._handoff import Downloads
+
+    downloads = Downloads()
+    job, new = downloads.begin(3, True)
+    assert new
+    downloads.hand_over(job, b"verified")
+    error = OSError(errno.EIO, "Input/output error")
+    downloads.end(3, job, error)
+    assert downloads.wait(job) == b"verified"
+    assert downloads.late_errors == [error]
+    ok, _ = downloads.begin(4, True)
+    downloads.hand_over(ok, b"published")
+    downloads.end(4, ok, None)
+    assert downloads.wait(ok) is None  # published: the file replaces the bytes
