@@ -229,7 +229,11 @@ def test_losing_every_actor_is_an_error_naming_the_cluster(cluster):
                                           timeout=120))
     try:
         engine.next()
-        actors = actor_pids()
+        # Both actors have tasks by now; the second may still be starting (its process
+        # takes Ray's title once it runs): wait for it, with a liveness bound.
+        deadline = time.monotonic() + 120
+        while len(actors := actor_pids()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
         assert len(actors) == 2, actors
         for pid in actors:
             os.kill(pid, signal.SIGKILL)
