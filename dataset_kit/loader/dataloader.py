@@ -104,15 +104,15 @@ class DataLoader:
             pipeline into its C++ loader with it; dataset_kit has no such
             loader and always runs the Python dataset and batchify function
             (Gluon's fallback), so True is not an error here either.
+        executor: not Gluon's: None (this machine's workers) or ``"ray"``: the
+            ``num_workers`` workers are actors of a Ray cluster (:doc:`/cluster`),
+            with the same batches.
+        ray_address: the Ray cluster's address for ``executor="ray"``.
 
     With ``last_batch='discard'`` or ``'rollover'`` an epoch may hold no full
     batch (``batch_size`` larger than the dataset): ``iter()`` then yields
     nothing, and ``'rollover'`` keeps the epoch's examples for a later batch,
     as Gluon's ``BatchSampler`` does.
-        executor: not Gluon's: None (this machine's workers) or ``"ray"``: the
-            ``num_workers`` workers are actors of a Ray cluster (:doc:`/cluster`),
-            with the same batches.
-        ray_address: the Ray cluster's address for ``executor="ray"``.
 
     Raises:
         ValueError: for Gluon's argument conflicts or a bad ``last_batch``.
