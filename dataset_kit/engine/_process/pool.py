@@ -127,6 +127,8 @@ class ProcessPool:
                     f"them picklable."
                 ) from error
         self.use_shm = _shm.available()
+        if self.use_shm:
+            _shm.unlink_orphans()
         self.prefix = f"dsk-{os.getpid()}-{os.urandom(4).hex()}-"
         self.blocks = _shm.BlockPool(self.prefix)
         self.worker_count = workers

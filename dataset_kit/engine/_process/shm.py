@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import re
 import threading
 import weakref
 from collections import deque
@@ -89,6 +90,57 @@ def unlink_prefix(prefix: str) -> None:
     for name in names:
         if name.startswith(prefix):
             unlink(name)
+
+
+# A pool's prefix is ``dsk-<pid of the main process>-<8 hex digits>-`` (see
+# ``ProcessPool``); a block name is the prefix and a suffix of the pool's own.
+_BLOCK_NAME = re.compile(r"dsk-(\d+)-[0-9a-f]{8}-")
+
+
+def unlink_orphans() -> list[str]:
+    """Unlink the blocks of pools whose main process no longer exists.
+
+    A pool's workers unlink its blocks when its main process dies (they see
+    the lifeline cut). When the main process and its workers die together
+    (a SIGKILL to the whole process group, the OOM killer taking them all, a
+    container stopped), nobody is left to, and the blocks would stay in
+    ``/dev/shm`` until a reboot. So each new pool sweeps them: a block whose
+    name carries the pid of a process that does not exist is unreachable
+    (only that process and its workers ever map its pool's blocks, and an
+    orphaned worker unlinks by prefix anyway, so unlinking twice is harmless).
+    A pid that exists, even if it was reused by an unrelated process, keeps
+    its blocks: this never removes a block a live pool could use.
+
+    Returns:
+        The names unlinked.
+    """
+    try:
+        names = os.listdir(SHM_DIR)
+    except OSError:
+        return []
+    alive: dict[int, bool] = {}
+    removed = []
+    for name in names:
+        match = _BLOCK_NAME.match(name)
+        if match is None:
+            continue
+        pid = int(match.group(1))
+        if pid not in alive:
+            alive[pid] = _process_exists(pid)
+        if not alive[pid]:
+            unlink(name)
+            removed.append(name)
+    return removed
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
 
 
 def block_size_for(nbytes: int) -> int:
