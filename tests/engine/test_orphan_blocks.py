@@ -30,7 +30,12 @@ def _blocks_of(pid: int) -> list[str]:
 
 def test_only_blocks_of_processes_that_no_longer_exist_are_unlinked():
     dead = _dead_pid()
-    names = [f"dsk-{dead}-0badcafe-m0", f"dsk-{os.getpid()}-0badcafe-m0", "dsk-test-0badcafe"]
+    here = _shm.pool_prefix().split("-")[2]  # "n<this pid namespace>"
+    names = [f"dsk-{dead}-{here}-0badcafe-m0",      # a dead process of this namespace
+             f"dsk-{os.getpid()}-{here}-0badcafe-m0",  # a live one
+             f"dsk-{dead}-n1-0badcafe-m0",           # another namespace's: not ours to judge
+             f"dsk-{dead}-0badcafe-m0",              # an older release's name
+             "dsk-test-0badcafe"]
     for name in names:
         _shm.Block(name, 4096, create=True).close()
     try:

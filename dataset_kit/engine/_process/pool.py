@@ -16,7 +16,6 @@ import contextlib
 import gc
 import multiprocessing
 import multiprocessing.connection
-import os
 import pickle
 import signal
 import threading
@@ -129,7 +128,7 @@ class ProcessPool:
         self.use_shm = _shm.available()
         if self.use_shm:
             _shm.unlink_orphans()
-        self.prefix = f"dsk-{os.getpid()}-{os.urandom(4).hex()}-"
+        self.prefix = _shm.pool_prefix()
         self.blocks = _shm.BlockPool(self.prefix)
         self.worker_count = workers
         self.max_tasks = max_tasks

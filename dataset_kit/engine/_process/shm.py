@@ -92,9 +92,27 @@ def unlink_prefix(prefix: str) -> None:
             unlink(name)
 
 
-# A pool's prefix is ``dsk-<pid of the main process>-<8 hex digits>-`` (see
-# ``ProcessPool``); a block name is the prefix and a suffix of the pool's own.
-_BLOCK_NAME = re.compile(r"dsk-(\d+)-[0-9a-f]{8}-")
+def _pid_namespace() -> str:
+    """This process's pid namespace, as its inode number ("0" where unknown)."""
+    try:
+        link = os.readlink("/proc/self/ns/pid")  # "pid:[4026531836]"
+    except OSError:
+        return "0"
+    return "".join(c for c in link if c.isdigit()) or "0"
+
+
+def pool_prefix() -> str:
+    """A new pool's block-name prefix: ``dsk-<pid>-n<pid namespace>-<8 hex digits>-``.
+
+    The pid says whose blocks they are; the namespace says in which pid
+    namespace that pid means something (containers sharing one ``/dev/shm``
+    may each have a process 1); the random part keeps two pools of one
+    process apart.
+    """
+    return f"dsk-{os.getpid()}-n{_pid_namespace()}-{os.urandom(4).hex()}-"
+
+
+_BLOCK_NAME = re.compile(r"dsk-(\d+)-n(\d+)-[0-9a-f]{8}-")
 
 
 def unlink_orphans() -> list[str]:
@@ -105,11 +123,13 @@ def unlink_orphans() -> list[str]:
     (a SIGKILL to the whole process group, the OOM killer taking them all, a
     container stopped), nobody is left to, and the blocks would stay in
     ``/dev/shm`` until a reboot. So each new pool sweeps them: a block whose
-    name carries the pid of a process that does not exist is unreachable
-    (only that process and its workers ever map its pool's blocks, and an
-    orphaned worker unlinks by prefix anyway, so unlinking twice is harmless).
-    A pid that exists, even if it was reused by an unrelated process, keeps
-    its blocks: this never removes a block a live pool could use.
+    name carries a pid of this pid namespace that no process has is
+    unreachable (only that process and its workers map its pool's blocks, and
+    an orphaned worker unlinks by prefix anyway, so unlinking twice is
+    harmless). A pid that exists, even one reused by an unrelated process,
+    keeps its blocks, and so does every block named in another namespace
+    (whose pids this process cannot check) or in no namespace (an older
+    release's): this never removes a block a live pool could use.
 
     Returns:
         The names unlinked.
@@ -118,11 +138,14 @@ def unlink_orphans() -> list[str]:
         names = os.listdir(SHM_DIR)
     except OSError:
         return []
+    namespace = _pid_namespace()
+    if namespace == "0":
+        return []
     alive: dict[int, bool] = {}
     removed = []
     for name in names:
         match = _BLOCK_NAME.match(name)
-        if match is None:
+        if match is None or match.group(2) != namespace:
             continue
         pid = int(match.group(1))
         if pid not in alive:
