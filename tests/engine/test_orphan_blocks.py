@@ -50,6 +50,32 @@ def test_only_blocks_of_processes_that_no_longer_exist_are_unlinked():
             _shm.unlink(name)
 
 
+def test_a_block_the_sweep_may_not_unlink_does_not_stop_a_pool(monkeypatch):
+    dead = _dead_pid()
+    here = _shm.pool_prefix().split("-")[2]
+    name = f"dsk-{dead}-{here}-0badcafe-m0"
+    _shm.Block(name, 4096, create=True).close()
+    real_unlink = os.unlink
+
+    def refuse(path, *args, **kwargs):
+        if os.path.basename(path) == name:  # another user's file in the sticky /dev/shm
+            raise PermissionError(1, "Operation not permitted", path)
+        return real_unlink(path, *args, **kwargs)
+
+    try:
+        monkeypatch.setattr(os, "unlink", refuse)
+        assert name not in _shm.unlink_orphans()
+        it = MultiprocessIterator(np.arange(10, dtype=np.float32), 2, n_processes=1,
+                                  shuffle=False)
+        try:
+            assert next(it) == [0.0, 1.0]
+        finally:
+            it.finalize()
+    finally:
+        monkeypatch.undo()
+        _shm.unlink(name)
+
+
 _KILLED_PROGRAM = textwrap.dedent("""
     import sys, time
     import numpy as np

@@ -151,7 +151,13 @@ def unlink_orphans() -> list[str]:
         if pid not in alive:
             alive[pid] = _process_exists(pid)
         if not alive[pid]:
-            unlink(name)
+            try:
+                os.unlink(os.path.join(SHM_DIR, name))
+            except OSError:
+                # Gone already (a worker or another sweep was first), or
+                # another user's (``/dev/shm`` is sticky): not ours to remove,
+                # and never a reason for this pool not to start.
+                continue
             removed.append(name)
     return removed
 
