@@ -28,10 +28,13 @@ an ``IterableDataset``                   :class:`~._stream.Streams`: one stream 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import errno
 import multiprocessing
 import multiprocessing.context
 import signal
+import tempfile
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any, Generic, TypeVar, cast
@@ -578,6 +581,7 @@ def _translated(take: Callable[[], Any], timeout: float) -> Any:
     except WorkerDiedError as error:
         raise _died(error) from error
     except WorkerError as error:
+        _refuse_if_out_of_descriptors(error)
         original = error.__cause__
         if not isinstance(original, Exception):
             raise
@@ -585,6 +589,33 @@ def _translated(take: Callable[[], Any], timeout: float) -> Any:
         # PyTorch, its own type; the WorkerError naming the worker is its cause.
         error.__cause__ = None
         raise original from error
+
+
+def _refuse_if_out_of_descriptors(error: WorkerError) -> None:
+    """PyTorch's check after a failed receive: at the open-files limit, say so in its words.
+
+    A tensor answered by a worker reaches the main process as a file
+    descriptor (torch's sharing strategy ``file_descriptor``); with every
+    batch kept alive the process runs out of descriptors, and the answer then
+    fails to unpickle with an error that names neither the cause nor the cure.
+    As PyTorch does, open a few files: if that fails for lack of descriptors,
+    raise PyTorch's ``RuntimeError`` instead (its cause: the engine's error).
+
+    Raises:
+        RuntimeError: if the process is at its open-files limit.
+    """
+    try:
+        with contextlib.ExitStack() as probes:
+            for _ in range(10):  # PyTorch's margin: one file is not a sufficient test
+                probes.enter_context(tempfile.TemporaryFile())
+    except OSError as probe_error:
+        if probe_error.errno != errno.EMFILE:
+            return
+        raise RuntimeError(
+            "Too many open files. Communication with the workers is no longer possible. "
+            "Please increase the limit using `ulimit -n` in the shell or change the sharing "
+            "strategy by calling `torch.multiprocessing.set_sharing_strategy('file_system')` "
+            "at the beginning of your code") from error
 
 
 def _died(error: WorkerDiedError) -> WorkerDiedError:

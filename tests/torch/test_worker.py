@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import pathlib
 import random
 import re
 import signal
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -233,3 +236,38 @@ def test_a_dead_worker_is_reported_in_pytorchs_words_with_its_pid(how, words):
     assert isinstance(error, RuntimeError)  # PyTorch raises a RuntimeError
     assert error.exitcode == (-signal.SIGKILL if how == "kill" else 3)
     assert str(error.pid) == re.search(words, str(error)).group(1)
+
+
+_ROOT = pathlib.Path(__file__).resolve().parents[2]  # the checkout, whose dataset_kit runs
+_KEEPS_EVERY_BATCH = """
+import resource
+import torch
+from torch.utils.data import IterableDataset
+from dataset_kit.torch import DataLoader
+
+class Tensors(IterableDataset):
+    def __iter__(self):
+        return (torch.full((2, 2), float(i)) for i in range(300))
+
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+kept = []
+try:
+    for batch in DataLoader(Tensors(), num_workers=1, multiprocessing_context="fork"):
+        kept.append(batch)
+except RuntimeError as error:
+    print(type(error).__name__, error)
+else:
+    print("no error after", len(kept), "batches")
+"""
+
+
+def test_running_out_of_file_descriptors_is_named_with_pytorchs_cure():
+    # Each kept tensor from a worker holds a file descriptor (torch's sharing
+    # strategy); past the limit the answer cannot be received, and the error
+    # must say so, as PyTorch's does, not "received 0 items of ancdata".
+    # In a child process: the lowered limit must not reach this one.
+    done = subprocess.run([sys.executable, "-c", _KEEPS_EVERY_BATCH], capture_output=True,
+                          text=True, timeout=240, cwd=_ROOT, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("RuntimeError Too many open files."), done.stdout
+    assert "ulimit -n" in done.stdout and "set_sharing_strategy" in done.stdout
