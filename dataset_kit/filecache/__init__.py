@@ -18,7 +18,7 @@ from dataset_kit.filecache._cache import (
     cached_name,
 )
 from dataset_kit.filecache._download import DownloadError, DownloadTimeoutError
-from dataset_kit.filecache._verify import Sha256, SizeAndStamp
+from dataset_kit.filecache._verify import Sha256, SizeAndStamp, listed_stamp
 
 __all__ = [
     "CacheFullError",
@@ -31,4 +31,5 @@ __all__ = [
     "SizeAndStamp",
     "Verifier",
     "cached_name",
+    "listed_stamp",
 ]
