@@ -17,14 +17,14 @@ from dataset_kit.filecache._cache import (
     Verifier,
     cached_name,
 )
-from dataset_kit.filecache._download import DownloadError, DownloadTimeoutError
+from dataset_kit.filecache._download import CacheDownloadError, CacheDownloadTimeoutError
 from dataset_kit.filecache._verify import Sha256, SizeAndStamp, listed_stamp
 
 __all__ = [
     "CacheFullError",
     "CachedFile",
-    "DownloadError",
-    "DownloadTimeoutError",
+    "CacheDownloadError",
+    "CacheDownloadTimeoutError",
     "FileCache",
     "IntegrityError",
     "Sha256",

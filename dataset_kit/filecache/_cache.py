@@ -260,7 +260,7 @@ class FileCache:
             IntegrityError: if the file failed its verification twice (or the
                 verifier's own error, such as a file changed in the store).
             CacheFullError: if there is no room for it.
-            DownloadError: if it cannot be downloaded (or a stall timed out),
+            CacheDownloadError: if it cannot be downloaded (or a stall timed out),
                 or an earlier file's verified bytes could not be written.
         """
         path = self.path(item)
@@ -268,7 +268,7 @@ class FileCache:
         while True:
             if downloads.late_errors:
                 error = downloads.late_errors.pop(0)
-                raise _download.DownloadError(
+                raise _download.CacheDownloadError(
                     f"writing a verified {self.kind} to the cache {self.directory} failed: "
                     f"{error}") from error
             if not os.path.exists(path):

@@ -17,11 +17,11 @@ import time
 from typing import Any
 
 
-class DownloadError(OSError):
+class CacheDownloadError(OSError):
     """A file could not be downloaded into the cache (names the file, its URL and the cause)."""
 
 
-class DownloadTimeoutError(DownloadError, TimeoutError):
+class CacheDownloadTimeoutError(CacheDownloadError, TimeoutError):
     """A ranged read of a file did not finish within ``timeout`` seconds."""
 
 
@@ -77,8 +77,8 @@ def download(fs: Any, path: str, url: str, size: int, digest: Any, *,
         The file's bytes, as the ranges read (``size`` bytes in all).
 
     Raises:
-        DownloadTimeoutError: if a ranged read did not finish within ``timeout`` seconds.
-        DownloadError: if ``retries`` consecutive ranges failed, or the
+        CacheDownloadTimeoutError: if a ranged read did not finish within ``timeout`` seconds.
+        CacheDownloadError: if ``retries`` consecutive ranges failed, or the
             store has fewer bytes than ``size``.
     """
     pieces: list[bytes] = []
@@ -92,22 +92,22 @@ def download(fs: Any, path: str, url: str, size: int, digest: Any, *,
         try:
             data = pending.wait(timeout)
         except FileNotFoundError as error:
-            raise DownloadError(f"{kind} {url} does not exist in the store: {error}") from None
+            raise CacheDownloadError(f"{kind} {url} does not exist in the store: {error}") from None
         except Exception as error:  # noqa: BLE001 - fsspec backends raise their own types
             failures += 1
             if failures > retries:
-                raise DownloadError(
+                raise CacheDownloadError(
                     f"downloading {kind} {url} failed {failures} times in a row at byte "
                     f"{received} of {size}: {type(error).__name__}: {error}") from error
             time.sleep(min(2.0, 0.05 * 2 ** failures))
             pending = _Read(fs, path, received, min(size, received + step))
             continue
         if data is None:
-            raise DownloadTimeoutError(f"downloading {kind} {url} stalled: reading bytes "
+            raise CacheDownloadTimeoutError(f"downloading {kind} {url} stalled: reading bytes "
                                     f"{received}-{end} of {size} did not finish within "
                                     f"{timeout} s")
         if not data:
-            raise DownloadError(f"{kind} {url} ended at byte {received}, but it should have "
+            raise CacheDownloadError(f"{kind} {url} ended at byte {received}, but it should have "
                                 f"{size} bytes")
         received += len(data)
         failures = 0

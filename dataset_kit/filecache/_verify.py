@@ -48,13 +48,16 @@ class Sha256:
         self.kind: str = kind
 
     def digest(self) -> Any:
+        """A new sha256."""
         return hashlib.sha256()
 
     def check(self, digest: Any, fs: Any, path: str) -> str | None:
+        """None if the bytes hashed to the manifest's sha256, else what they hashed to."""
         found = digest.hexdigest()
         return None if found == self.expected else found
 
     def refuse(self, name: str, url: str, found: list[str]) -> BaseException:
+        """The error after two downloads hashed to ``found``."""
         return IntegrityError(
             f"{self.kind} {name} from {url} failed its sha256 twice: the manifest says "
             f"{self.expected}, the downloads hashed to {found[0]} and {found[1]}; it was "
@@ -90,9 +93,16 @@ class SizeAndStamp:
         self.md5 = plain if _MD5.match(plain) else None
 
     def digest(self) -> Any:
+        """An MD5 where the ETag is one, else nothing (the check asks the store)."""
         return hashlib.md5(usedforsecurity=False) if self.md5 else _NoDigest()
 
     def check(self, digest: Any, fs: Any, path: str) -> str | None:
+        """None if the bytes match the MD5 ETag, or the store still lists the file as at open.
+
+        Raises:
+            ``changed``: if the store lists another size, ETag or (without an
+                ETag) modification time now.
+        """
         if self.md5 is not None and digest.hexdigest() == self.md5:
             return None  # the bytes are the ones the ETag names
         with_cache = getattr(fs, "invalidate_cache", None)
@@ -110,6 +120,7 @@ class SizeAndStamp:
         return None if self.md5 is None else digest.hexdigest()
 
     def refuse(self, name: str, url: str, found: list[str]) -> BaseException:
+        """The error after two downloads whose MD5s ``found`` missed an ETag still listed."""
         return IntegrityError(
             f"file {name} failed its check twice: the store lists ETag {self.etag}, the MD5 "
             f"of its bytes, but the downloads hashed to {found[0]} and {found[1]}; it was "

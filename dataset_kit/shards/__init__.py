@@ -5,14 +5,14 @@ fsspec URL with :class:`StreamingDataset`, a random-access dataset over a
 local shard cache; iterate with the ordinary iterators and a
 :class:`ShardOrderSampler`, which shuffles shards, then samples within blocks
 of shards. The local cache is :mod:`dataset_kit.filecache`'s, whose errors keep
-their shard names here (``ShardDownloadError`` is ``filecache.DownloadError``,
-``ShardTimeoutError`` is ``DownloadTimeoutError``, ``ShardIntegrityError`` is
+their shard names here (``ShardDownloadError`` is ``filecache.CacheDownloadError``,
+``ShardTimeoutError`` is ``CacheDownloadTimeoutError``, ``ShardIntegrityError`` is
 ``IntegrityError``).
 """
 
+from dataset_kit.filecache import CacheDownloadError as ShardDownloadError
+from dataset_kit.filecache import CacheDownloadTimeoutError as ShardTimeoutError
 from dataset_kit.filecache import CacheFullError
-from dataset_kit.filecache import DownloadError as ShardDownloadError
-from dataset_kit.filecache import DownloadTimeoutError as ShardTimeoutError
 from dataset_kit.filecache import IntegrityError as ShardIntegrityError
 from dataset_kit.formats.shards import (
     Manifest,
