@@ -47,10 +47,11 @@ class ParquetDataset(ColumnarDataset):
     :class:`~dataset_kit.formats.FileChangedError` naming it); a dataset
     opened again sees the new version, which is cached under another name, so
     it is downloaded again. The footers are always read by ranges, so opening
-    downloads nothing. Measured on moto S3 (``benchmarks/columnar.py``), a
-    cold shuffled epoch over every column is faster through the cache; ranged
-    reads stay the default, since they need no disk and read only the columns
-    asked for.
+    downloads nothing. Ranged reads stay the default, by measurement
+    (``benchmarks/columnar.py``, ``docs/columnar.rst``): on a local S3 server
+    they were faster for a cold epoch, and they need no disk and fetch only
+    the columns asked for; the cache pays where requests are costly, epochs
+    repeat, or many processes of a node read the same files.
 
     The dataset holds no state to checkpoint; :class:`RowGroupOrderSampler`
     records the files' stamps and refuses to resume on files that changed.
@@ -210,6 +211,12 @@ class ParquetDataset(ColumnarDataset):
         Raises:
             ParquetFormatError: naming the file and the row group if it is corrupt.
             ParquetReadError: if its bytes could not be read from the store.
+            dataset_kit.filecache.CacheDownloadError: with ``cache``, if the file
+                could not be downloaded (names it).
+            dataset_kit.filecache.CacheFullError: with ``cache``, if the cache
+                has no room for the file.
+            FileChangedError: with ``cache``, if the file changed in the store
+                since the dataset was opened.
         """
         pa = _arrow.require_pyarrow("ParquetDataset")
         p, g = self._groups[group]
