@@ -112,6 +112,26 @@ def test_processes_reading_one_file_at_once_cause_one_download(served, tmp_path)
     assert len(cached(tmp_path / "cache", wait_for=1)) == 1
 
 
+def test_worker_processes_read_the_cached_files_as_the_serial_iterator_does(served, tmp_path):
+    from dataset_kit.iterators import MultiprocessIterator, SerialIterator
+
+    route, url = served
+    ds = ParquetDataset(url, ["id", "name"], cache=tmp_path / "cache")
+
+    def ids(it):
+        with it:
+            return [[int(r["id"]) for r in batch] for batch in it]
+
+    opened = route.gets
+    # The workers download (one of them; the other waits on the file's lock)...
+    workers = ids(MultiprocessIterator(ds, 16, repeat=False, n_processes=2,
+                                       order_sampler=RowGroupOrderSampler(ds, 1, seed=4)))
+    assert route.gets == opened + 2  # one ranged read and one listing, for both workers
+    serial = ids(SerialIterator(ds, 16, repeat=False,
+                                order_sampler=RowGroupOrderSampler(ds, 1, seed=4)))
+    assert workers == serial and sorted(sum(serial, [])) == list(range(120))
+
+
 def test_a_file_changed_in_the_store_is_refused_and_a_new_open_downloads_it(s3, tmp_path):
     s3fs = pytest.importorskip("s3fs")
     fs = s3fs.S3FileSystem(**s3)
