@@ -16,14 +16,22 @@ interleaved rounds (batch 256):
 * a fully random shuffle (one block of every row group) against the bare read;
 * from a local S3 server (moto), cold, against ``datasets`` streaming the same
   files (``load_dataset("parquet", data_files="s3://...", streaming=True)``)
-  (goal >= 1.0), and resuming 2 -> 3 ranks: ours with ShardedIterator,
+  (goal >= 1.0), by ranged reads and through ``cache=`` (each file
+  downloaded whole into an empty cache folder), every column and one column;
+  and resuming 2 -> 3 ranks: ours with ShardedIterator,
   theirs with ``split_dataset_by_node`` and ``IterableDataset.state_dict``;
   rows missing / repeated in the epoch;
-* the peak resident memory of the 2 workers after an epoch, both loaders.
+* the peak resident memory of the 2 workers after an epoch, both loaders;
+* whether ShardWriter should write Parquet: the same rows written as our
+  shards (``dataset-kit shards write``'s Parquet conversion) and read by
+  StreamingDataset (its cache warm, ShardOrderSampler) against the Parquet
+  files read in place by ParquetDataset (RowGroupOrderSampler), a shuffled
+  epoch each, and the bytes each takes on disk.
 
 Needs pyarrow, datasets, torch, moto[server], s3fs::
 
     python benchmarks/columnar.py [--rows 1000000] [--group-rows 65536] [--runs 3]
+        [--sections local,s3,writer]
 """
 
 from __future__ import annotations
@@ -211,14 +219,71 @@ def _stream_epoch(options: dict) -> float:
     return _timed(lambda: sum(1 for _ in stream.iter(batch_size=BATCH)))
 
 
-def _s3_epoch(options: dict) -> float:
+def _s3_epoch(options: dict, columns: list[str] = COLUMNS, cache: str | None = None,
+              warm: bool = False) -> float:
+    """One shuffled epoch from S3 (a new dataset): by ranged reads, or through ``cache``,
+    emptied first unless ``warm`` (then the epoch before left every file there)."""
     def run() -> None:
-        ds = ParquetDataset("s3://bench/*.parquet", COLUMNS, storage_options=options)
+        ds = ParquetDataset("s3://bench/*.parquet", columns, storage_options=options,
+                            cache=cache)
         it = SerialIterator(ds, BATCH, repeat=False,
                             order_sampler=RowGroupOrderSampler(ds, 1, seed=0))
         for _ in it:
             pass
+    if cache is not None and not warm:
+        shutil.rmtree(cache, ignore_errors=True)  # cold: nothing cached yet
     return _timed(run)
+
+
+def _write_shards(paths: list[str], out: str) -> None:
+    """The Parquet rows as our shards, the way ``dataset-kit shards write`` converts them."""
+    from dataset_kit.shards import ShardWriter
+    from dataset_kit.shards.convert import from_parquet
+
+    columns, _, samples = from_parquet(os.path.dirname(paths[0]))
+    with ShardWriter(out, {c: columns[c] for c in COLUMNS}) as writer:
+        for sample in samples:
+            writer.write({c: sample[c] for c in COLUMNS})
+
+
+def _shards_epoch(folder: str, cache: str, full: bool = False) -> float:
+    """One shuffled epoch of our shards (StreamingDataset, its cache already warm): blocks
+    of one shard, or (``full``) one block of every shard."""
+    from dataset_kit.shards import ShardOrderSampler, StreamingDataset
+
+    def run() -> None:
+        ds = StreamingDataset(folder, local=cache)
+        block = len(ds.manifest.shards) if full else 1
+        it = SerialIterator(ds, BATCH, repeat=False,
+                            order_sampler=ShardOrderSampler(ds, block, 0))
+        for _ in it:
+            pass
+        ds.close()
+    return _timed(run)
+
+
+def _size(paths: list[str]) -> int:
+    return sum(os.path.getsize(p) for p in paths)
+
+
+def _writer_section(paths: list[str], work: str, runs: int) -> None:
+    shards = os.path.join(work, "shards")
+    _write_shards(paths, shards)
+    cache = os.path.join(work, "shards-cache")
+    _shards_epoch(shards, cache)  # warms the cache: then both read local files in place
+    shard_files = [os.path.join(shards, n) for n in os.listdir(shards) if n.endswith(".dks")]
+    t = median_of_timed(runs, shards=lambda: _shards_epoch(shards, cache),
+                        parquet=lambda: _ours(paths, 0, 1))
+    print(f"writer: shuffled epoch, 0 workers, local: our shards (StreamingDataset, "
+          f"{len(shard_files)} shards, {_size(shard_files) / 2**20:.0f} MiB) "
+          f"{t['shards']:.2f} s, Parquet (ParquetDataset, {len(paths)} files, "
+          f"{_size(paths) / 2**20:.0f} MiB) {t['parquet']:.2f} s; shards/parquet "
+          f"{t['shards'] / t['parquet']:.2f}")
+    t = median_of_timed(runs, shards=lambda: _shards_epoch(shards, cache, True),
+                        parquet=lambda: _ours(paths, 0, None))
+    print(f"writer: fully random epoch (one block of everything), 0 workers, local: our "
+          f"shards {t['shards']:.2f} s, Parquet {t['parquet']:.2f} s; shards/parquet "
+          f"{t['shards'] / t['parquet']:.2f}")
 
 
 class _Replay:
@@ -299,7 +364,10 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--group-rows", type=int, default=65_536)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--sections", default="local,s3,writer",
+                        help="which measurements: local, s3, writer (comma-separated)")
     args = parser.parse_args()
+    sections = set(args.sections.split(","))
     import datasets
 
     datasets.disable_progress_bars()
@@ -311,8 +379,7 @@ def main() -> None:
         hf_ds = datasets.Dataset.from_parquet(paths, cache_dir=os.path.join(work, "hf"))
         print(f"{args.rows} rows in {len(paths)} files, {ds.row_groups} row groups of "
               f"<= {args.group_rows}; batch {BATCH}; medians of {args.runs} interleaved runs")
-        groups = ds.row_groups
-        for workers in (0, 2):
+        for workers in (0, 2) if "local" in sections else ():
             t = median_of_timed(
                 args.runs, ours=lambda w=workers: _ours(paths, w, 1),
                 hf=lambda w=workers: _theirs(hf_ds, w), bare=lambda: _bare(paths))
@@ -320,27 +387,54 @@ def main() -> None:
                   f"{t['hf']:.2f} s, bare iter_batches {t['bare']:.2f} s; datasets/ours "
                   f"{t['hf'] / t['ours']:.2f}x (goal >= 3), bare/ours "
                   f"{t['bare'] / t['ours']:.2f} (goal >= 0.8)")
-        t = median_of_timed(args.runs, full=lambda: _ours(paths, 0, None),
-                            bare=lambda: _bare(paths))
-        print(f"full shuffle (one block of all {groups} row groups, cache_bytes "
-              f"{ds.cache_bytes >> 20} MiB): {t['full']:.2f} s, bare/ours "
-              f"{t['bare'] / t['full']:.2f}; bounded by decoding a row group for nearly every "
-              f"batch once the decoded groups outgrow the cache")
-        ours_mem, theirs_mem = _memory(ds, hf_ds)
-        print(f"peak RSS of 2 workers after an epoch: ours {ours_mem / 2**20:.0f} MiB, "
-              f"datasets + torch DataLoader {theirs_mem / 2**20:.0f} MiB")
+        if "local" in sections:
+            _local_tail(paths, ds, hf_ds, args.runs)
+        if "writer" in sections:
+            _writer_section(paths, work, args.runs)
+        if "s3" not in sections:
+            return
         proc, options = _s3(paths)
+        cache = os.path.join(work, "c")
         t = median_of_timed(args.runs, ours=lambda: _s3_epoch(options),
+                            cached=lambda: _s3_epoch(options, cache=cache),
                             hf=lambda: _stream_epoch(options))
-        print(f"S3 (moto), cold, shuffled: ours {t['ours']:.2f} s, datasets streaming "
-              f"{t['hf']:.2f} s; streaming/ours {t['hf'] / t['ours']:.2f}x (goal >= 1.0)")
-        print(f"resume 2 -> 3 ranks, ours: {_resume_ours(options)}")
+        print(f"S3 (moto), cold, shuffled: ours {t['ours']:.2f} s by ranged reads, "
+              f"{t['cached']:.2f} s through cache=; datasets streaming {t['hf']:.2f} s; "
+              f"streaming/ours {t['hf'] / t['ours']:.2f}x by ranges, "
+              f"{t['hf'] / t['cached']:.2f}x cached (goal >= 1.0); ranges/cache "
+              f"{t['ours'] / t['cached']:.2f}")
+        t = median_of_timed(args.runs, ours=lambda: _s3_epoch(options),
+                            cached=lambda: _s3_epoch(options, cache=cache, warm=True))
+        print(f"S3 (moto), a later epoch (a new dataset; the cache warm, the memory cold): "
+              f"ranged reads {t['ours']:.2f} s, cache= {t['cached']:.2f} s; ranges/cache "
+              f"{t['ours'] / t['cached']:.2f}")
+        one = ["label"]
+        t = median_of_timed(args.runs, ours=lambda: _s3_epoch(options, one),
+                            cached=lambda: _s3_epoch(options, one, cache))
+        print(f"S3 (moto), cold, shuffled, one column (label): ranged reads {t['ours']:.2f} s, "
+              f"cache= {t['cached']:.2f} s; ranges/cache {t['ours'] / t['cached']:.2f}")
+        try:
+            print(f"resume 2 -> 3 ranks, ours: {_resume_ours(options)}")
+        except ValueError as error:  # what it raises is the finding
+            print(f"resume 2 -> 3 ranks, ours: {type(error).__name__}: {error}")
         print(f"resume 2 -> 3 ranks, datasets streaming: {_resume_theirs(options, len(ds))}")
     finally:
         if proc is not None:
             proc.terminate()
             proc.wait(10)
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _local_tail(paths: list[str], ds: ParquetDataset, hf_ds, runs: int) -> None:
+    """The local measurements after the shuffled epochs: a full shuffle, and memory."""
+    t = median_of_timed(runs, full=lambda: _ours(paths, 0, None), bare=lambda: _bare(paths))
+    print(f"full shuffle (one block of all {ds.row_groups} row groups, cache_bytes "
+          f"{ds.cache_bytes >> 20} MiB): {t['full']:.2f} s, bare/ours "
+          f"{t['bare'] / t['full']:.2f}; bounded by decoding a row group for nearly every "
+          f"batch once the decoded groups outgrow the cache")
+    ours_mem, theirs_mem = _memory(ds, hf_ds)
+    print(f"peak RSS of 2 workers after an epoch: ours {ours_mem / 2**20:.0f} MiB, "
+          f"datasets + torch DataLoader {theirs_mem / 2**20:.0f} MiB")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@ layer below, and one that is in none fails the contract (it fails closed):
 * no front door imports another front door (each is a table of translations
   onto :mod:`dataset_kit.engine`), and a door imports of the engine only its
   public names (``engine.__all__``) and the modules ``errors`` and ``states``;
-* storage (datasets, tabular, record files, images, shards) never imports a
+* storage (datasets, tabular, record files, images, the remote-file cache,
+  shards) never imports a
   door, nor the engine, except that ``shards/`` (storage plus an order sampler
   over what it stores) may import the engine's public names as a door does;
 * the base (the dataset, batch, converter, serializer and download modules, and
@@ -33,7 +34,8 @@ import dataset_kit.engine
 PACKAGE = Path(dataset_kit.__file__).parent
 ENGINE = "engine"
 DOORS = frozenset({"iterators", "loader", "io", "sources", "distributed", "torch"})
-STORAGE = frozenset({"datasets", "tabular", "recordio", "image", "formats", "shards"})
+STORAGE = frozenset({"datasets", "tabular", "recordio", "image", "formats", "shards",
+                     "filecache"})
 # Storage that also gives an order sampler over what it stores (ShardOrderSampler).
 SAMPLER_STORAGE = frozenset({"shards"})
 # The modules directly under dataset_kit/ that may import any layer: the face

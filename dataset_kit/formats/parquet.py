@@ -9,7 +9,8 @@ Remote files (any fsspec URL) are read in byte ranges: the footer, then
 each row group's column chunks, each range retried on a failure (a cut
 connection, a 5xx) and bounded by a stall timeout, so a flaky store is an
 error naming the file and the bytes, never a hang, and nothing partial is
-ever kept. Ranged reads rather than a local copy of each file: see
+ever kept. Or, with ``ParquetDataset(cache=...)``, from a whole local copy
+in a :mod:`dataset_kit.filecache` (the reads then take ``source=``): see
 ``docs/columnar.rst`` ("Remote files") for the measurement.
 
 Every file is stamped at open with its size, modification time and ETag
@@ -29,6 +30,7 @@ from typing import Any
 
 from dataset_kit import _fsspec
 from dataset_kit._fsspec import is_local
+from dataset_kit.filecache import listed_stamp
 from dataset_kit.formats._arrow import require_pyarrow
 
 _SUFFIXES = (".parquet", ".parq", ".pq")
@@ -302,12 +304,7 @@ class ParquetPart:
                 raise FileNotFoundError(f"Parquet file {self.name} does not exist") from None
             return FileStamp(self.name, st.st_size, str(st.st_mtime_ns), None)
         fs, path = self.fs
-        info = fs.info(path)
-        mtime = info.get("LastModified") or info.get("mtime") or info.get("last_modified") \
-            or info.get("Last-Modified") or ""
-        etag = info.get("ETag") or info.get("etag")
-        return FileStamp(self.name, int(info.get("size") or 0), str(mtime),
-                         None if etag is None else str(etag))
+        return FileStamp(self.name, *listed_stamp(fs.info(path)))
 
     @property
     def fs(self) -> tuple[Any, str]:
@@ -317,10 +314,12 @@ class ParquetPart:
             self._fs = (os.getpid(), fs, path)
         return self._fs[1], self._fs[2]
 
-    def _open(self, metadata: Any) -> Any:
+    def _open(self, metadata: Any, source: Any = None) -> Any:
         pq = require_pyarrow(f"reading {self.name}").parquet
-        if is_local(self.name):
-            source: Any = self.name
+        if source is not None:
+            pass  # a local copy of a remote file (a cache's)
+        elif is_local(self.name):
+            source = self.name
         else:
             source = _RangedFile(*self.fs, self.name, self.stamp.size, self.timeout,
                                  self.retries)
@@ -332,14 +331,15 @@ class ParquetPart:
             raise ParquetFormatError(f"{self.name} ({self.stamp.size} bytes) is not a readable "
                                      f"Parquet file; its footer failed: {error}") from None
 
-    def _file(self) -> Any:
-        """The file, opened for one read from the footer already read.
+    def _file(self, source: Any = None) -> Any:
+        """The file (or ``source``, a local copy of it), opened for one read from the footer
+        already read.
 
         Not kept open: a dataset of thousands of files would hold a descriptor
         for each (and none may cross a fork). Opening with the parsed footer
         costs about 0.1 ms, next to a row group's decode.
         """
-        return self._open(self.metadata)
+        return self._open(self.metadata, source)
 
     @property
     def group_rows(self) -> list[int]:
@@ -365,8 +365,11 @@ class ParquetPart:
                     return True
         return False
 
-    def read_group(self, group: int, columns: list[str]) -> Any:
+    def read_group(self, group: int, columns: list[str], source: Any = None) -> Any:
         """Read row group ``group``'s ``columns`` (names in the file) as an Arrow table.
+
+        ``source`` is a local copy of the file to read instead (an Arrow
+        file or buffer, from a cache), or None to read the file itself.
 
         Raises:
             ParquetFormatError: naming the file and the row group if a page is
@@ -375,7 +378,7 @@ class ParquetPart:
             ParquetReadError: if its bytes could not be read from the store.
         """
         try:
-            table = self._file().read_row_group(group, columns=columns, use_threads=False)
+            table = self._file(source).read_row_group(group, columns=columns, use_threads=False)
         except (ParquetReadError, FileNotFoundError):
             raise
         except Exception as error:  # noqa: BLE001 - pyarrow raises several types

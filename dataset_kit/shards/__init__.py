@@ -4,9 +4,16 @@ Write samples into shards with :class:`ShardWriter`; read them from any
 fsspec URL with :class:`StreamingDataset`, a random-access dataset over a
 local shard cache; iterate with the ordinary iterators and a
 :class:`ShardOrderSampler`, which shuffles shards, then samples within blocks
-of shards.
+of shards. The local cache is :mod:`dataset_kit.filecache`'s, whose errors keep
+their shard names here (``ShardDownloadError`` is ``filecache.CacheDownloadError``,
+``ShardTimeoutError`` is ``CacheDownloadTimeoutError``, ``ShardIntegrityError`` is
+``IntegrityError``).
 """
 
+from dataset_kit.filecache import CacheDownloadError as ShardDownloadError
+from dataset_kit.filecache import CacheDownloadTimeoutError as ShardTimeoutError
+from dataset_kit.filecache import CacheFullError
+from dataset_kit.filecache import IntegrityError as ShardIntegrityError
 from dataset_kit.formats.shards import (
     Manifest,
     ManifestChangedError,
@@ -14,8 +21,6 @@ from dataset_kit.formats.shards import (
     ShardFormatError,
     ShardInfo,
 )
-from dataset_kit.shards._cache import CacheFullError, ShardIntegrityError
-from dataset_kit.shards._download import ShardDownloadError, ShardTimeoutError
 from dataset_kit.shards.dataset import StreamingDataset
 from dataset_kit.shards.sampler import ShardOrderSampler
 from dataset_kit.shards.writer import ShardWriter

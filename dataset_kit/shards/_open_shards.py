@@ -17,8 +17,8 @@ from collections.abc import Callable
 from types import TracebackType
 
 from dataset_kit._checks import positive_int
+from dataset_kit.filecache import CacheFullError
 from dataset_kit.formats.shards._layout import ShardFile
-from dataset_kit.shards._cache import CacheFullError
 
 
 class Hold:

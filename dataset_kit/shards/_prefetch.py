@@ -28,7 +28,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from dataset_kit.shards import _handoff
+from dataset_kit.filecache import _handoff
 from dataset_kit.shards._cache import ShardCache, cached_name
 
 

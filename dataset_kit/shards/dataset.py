@@ -106,7 +106,8 @@ class StreamingDataset(DatasetMixin):
         self._starts = self.manifest.starts.tolist()
         self._starts_array = np.asarray(self.manifest.starts, dtype=np.int64)
         # Shared by the threads that read this dataset (the thread executor).
-        self._shards = OpenShards(open_shards, self._cache.open, self._cache.open_cached)
+        self._shards = OpenShards(open_shards, self._cache.open_shard,
+                                  self._cache.open_cached_shard)
         self._threads = positive_int("download_threads", download_threads)
         #: The order a ShardOrderSampler in use plans (it records itself here).
         self.prefetch_plan = OrderPlan()
@@ -247,7 +248,8 @@ class StreamingDataset(DatasetMixin):
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self._rows = _row_builder([name for name, _ in self._columns])
-        self._shards = OpenShards(state["_shards"], self._cache.open, self._cache.open_cached)
+        self._shards = OpenShards(state["_shards"], self._cache.open_shard,
+                                  self._cache.open_cached_shard)
 
 
 def _row_builder(names: list[str]) -> Callable[[list[list]], list[dict]]:

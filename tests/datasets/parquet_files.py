@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 
 import numpy as np
@@ -33,6 +34,17 @@ def write(path, groups: list[int], start: int = 0, **options) -> int:
             writer.write_table(table(start, size), row_group_size=max(size, 1))
             start += size
     return sum(groups)
+
+
+def parquet_bytes(groups: list[int], start: int = 0, **options) -> bytes:
+    """The bytes of a file :func:`write` would write (for a server to serve)."""
+    out = io.BytesIO()
+    schema = table(0, 0).schema
+    with pq.ParquetWriter(out, schema, **options) as writer:
+        for size in groups:
+            writer.write_table(table(start, size), row_group_size=max(size, 1))
+            start += size
+    return out.getvalue()
 
 
 def expected_row(i: int) -> dict:

@@ -9,18 +9,9 @@ import pytest
 
 from dataset_kit.datasets import ParquetDataset, RowGroupOrderSampler
 from dataset_kit.formats import FileChangedError, ParquetReadError, ParquetTimeoutError
-from tests.datasets.parquet_files import check_row, pa, pq, table, write
+from tests.datasets.parquet_files import check_row, pa, pq, write
+from tests.datasets.parquet_files import parquet_bytes as _bytes
 from tests.http_server import Route
-
-
-def _bytes(groups: list[int], start: int = 0, **options) -> bytes:
-    out = io.BytesIO()
-    schema = table(0, 0).schema
-    with pq.ParquetWriter(out, schema, **options) as writer:
-        for size in groups:
-            writer.write_table(table(start, size), row_group_size=max(size, 1))
-            start += size
-    return out.getvalue()
 
 
 def test_files_in_s3_read_as_local_ones_and_carry_their_etag(s3, tmp_path):

@@ -298,7 +298,7 @@ def test_a_dataset_written_again_at_the_same_url_is_never_read_from_the_old_cach
 
 
 def test_after_a_reboot_a_cached_shard_that_lost_its_data_is_fetched_again(tmp_path):
-    from dataset_kit.shards import _reboot
+    from dataset_kit.filecache import _reboot
 
     if _reboot.boot_id() is None:
         pytest.skip("this system gives no boot id; shards are fsynced instead")

@@ -85,7 +85,7 @@ def test_a_shard_read_from_memory_is_mapped_from_the_cache_once_published(tmp_pa
 def test_a_reader_gets_the_verified_bytes_without_waiting_for_the_disk(tmp_path, monkeypatch):
     # A disk that takes its time cannot be made for real in a test: the rename
     # that publishes a shard waits here until the reader has its sample.
-    from dataset_kit.shards import _cache
+    from dataset_kit.filecache import _cache
 
     manifest = write(tmp_path / "set", n=30, shard_size=1000)
     replace, disk_done = os.replace, threading.Event()
@@ -114,7 +114,7 @@ def test_a_reader_gets_the_verified_bytes_without_waiting_for_the_disk(tmp_path,
 def test_a_reader_that_outruns_the_disk_waits_for_room_not_fails(tmp_path, monkeypatch):
     # A slow disk, as above: each publishing rename takes a while, so the
     # reader has moved on to later shards while earlier ones are written.
-    from dataset_kit.shards import _cache
+    from dataset_kit.filecache import _cache
 
     manifest = write(tmp_path / "set", n=100, shard_size=1000)
     limit = 2 * max(s.bytes for s in manifest.shards)
@@ -137,7 +137,7 @@ def test_a_reader_that_outruns_the_disk_waits_for_room_not_fails(tmp_path, monke
 def test_a_failed_write_of_verified_bytes_is_raised_by_the_next_read(tmp_path, monkeypatch):
     # An I/O error of the cache's disk cannot be made for real in a test: the
     # rename that publishes a shard fails here as a dying disk would make it.
-    from dataset_kit.shards import _cache
+    from dataset_kit.filecache import _cache
 
     manifest = write(tmp_path / "set", n=30, shard_size=1000)
     replace = os.replace
@@ -209,7 +209,7 @@ def test_a_reader_handed_the_bytes_gets_them_even_if_it_wakes_after_the_write_fa
     # The race CI met: the bytes are handed over, the write fails at once and the job
     # ends, and only then does the waiting reader wake. It must get the verified bytes;
     # the write's error is for the next read.
-    from dataset_kit.shards._handoff import Downloads
+    from dataset_kit.filecache._handoff import Downloads
 
     downloads = Downloads()
     job, new = downloads.begin(3, True)

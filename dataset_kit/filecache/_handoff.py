@@ -1,16 +1,16 @@
-"""The shard downloads in flight in one process, and each one's verified bytes.
+"""The downloads of a file cache in flight in one process, and each one's verified bytes.
 
-A shard's download holds its inter-process lock until the shard is published
+A file's download holds its inter-process lock until the file is published
 in the cache; other processes wait for that. Threads of the same process
-need not: as soon as a download's bytes have matched the manifest's sha256
-they are handed to every reader of this process that waits for the shard,
+need not: as soon as a download's bytes have passed their verification
+they are handed to every reader of this process that waits for the file,
 while the downloading thread goes on writing them to the cache. Writing a
-shard costs as much as downloading it on some machines (fresh page-cache
+file costs as much as downloading it on some machines (fresh page-cache
 pages), so a reader that caught up with a prefetch, or a first batch, no
 longer waits for the disk. Unverified bytes are never handed over.
 
 A job also keeps one thread of a process from starting a second download of
-a shard that another thread of it is fetching (it joins that one instead).
+a file that another thread of it is fetching (it joins that one instead).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ class Job:
     """One download in this process.
 
     Attributes:
-        data: the shard's bytes once verified, until the job ends.
+        data: the file's bytes once verified, until the job ends.
         error: what ended the download, if it failed.
         done: whether the downloading thread has finished (published or failed).
         for_reader: whether a reader asked for it (its error is the reader's),
@@ -51,7 +51,7 @@ class Job:
 
 
 class Downloads:
-    """The jobs of one process, by shard number; made again in a forked child."""
+    """The jobs of one process, by file number; made again in a forked child."""
 
     def __init__(self) -> None:
         self._pid = os.getpid()
@@ -66,13 +66,13 @@ class Downloads:
         """Whether this table belongs to another process (we are a forked child)."""
         return self._pid != os.getpid()
 
-    def begin(self, shard: int, for_reader: bool) -> tuple[Job, bool]:
-        """Return ``(a new job, True)`` for ``shard``, or ``(its job, False)`` if one runs."""
+    def begin(self, item: int, for_reader: bool) -> tuple[Job, bool]:
+        """Return ``(a new job, True)`` for file ``item``, or ``(its job, False)`` if one runs."""
         with self._changed:
-            job = self._jobs.get(shard)
+            job = self._jobs.get(item)
             if job is not None:
                 return job, False
-            job = self._jobs[shard] = Job(for_reader)
+            job = self._jobs[item] = Job(for_reader)
             return job, True
 
     def hand_over(self, job: Job, data: bytes) -> None:
@@ -81,7 +81,7 @@ class Downloads:
             job.data = data
             self._changed.notify_all()
 
-    def end(self, shard: int, job: Job, error: BaseException | None) -> None:
+    def end(self, item: int, job: Job, error: BaseException | None) -> None:
         """Mark ``job`` finished (``error``: why it failed, or None) and forget it."""
         with self._changed:
             job.done, job.error = True, error
@@ -92,8 +92,8 @@ class Downloads:
             # After a failed write the verified bytes stay: a reader handed them may not
             # have woken yet, and it must get them, not the write's error (the next read
             # raises that, from late_errors).
-            if self._jobs.get(shard) is job:
-                del self._jobs[shard]
+            if self._jobs.get(item) is job:
+                del self._jobs[item]
             self._changed.notify_all()
 
     def wait(self, job: Job, until_done: bool = False, poll: float = 1.0) -> Any:
@@ -116,7 +116,7 @@ class Downloads:
             return job.error if until_done else job.data
 
     def wait_all(self, poll: float = 1.0) -> None:
-        """Wait until every job of this process has ended (its shard published, or failed)."""
+        """Wait until every job of this process has ended (its file published, or failed)."""
         with self._changed:
             while self._jobs:
                 self._changed.wait(poll)
@@ -125,7 +125,7 @@ class Downloads:
         """Wait for the jobs that handed their bytes over and are writing them; False if none.
 
         Their staging files take room in the cache that only their end (the
-        shard published, hence evictable) gives back; the writes are local,
+        item published, hence evictable) gives back; the writes are local,
         so this wait is short.
         """
         with self._changed:

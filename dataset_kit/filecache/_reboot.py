@@ -1,13 +1,16 @@
-"""Cached shards are published without fsync; after a reboot they are checked once.
+"""Cached files are published without fsync; after a reboot they are checked once.
 
-A verified shard is renamed into the cache at once, without flushing it to
+A verified file is renamed into the cache at once, without flushing it to
 disk: a process that dies (even by SIGKILL) leaves its data in the page
 cache, whole. Only an operating-system crash can lose data written but not
 yet flushed, and that shows as a new boot. So the cache records the boot id
 of the system that wrote it (``.boot``); the first process of another boot
-hashes every cached shard against the sha256 prefix in its name (see
+hashes every cached file against the sha256 prefix in its name (see
 :func:`cached_name`) and deletes the ones that fail, before anything is read.
-Where the boot id is unknown (not Linux), shards are fsynced instead.
+A file verified by its stamp rather than a sha256 (a Parquet file: size and
+ETag) is cached under a hash of that stamp, which its bytes never match: after
+a reboot it is deleted and downloaded again, the one check its stamp allows.
+Where the boot id is unknown (not Linux), files are fsynced instead.
 
 Measured on the benchmark's moto S3 (loaded machine, 20 MB in 4 MB shards):
 the two fsyncs per shard took the cold epoch from 0.58 s to 0.96 s.
@@ -23,12 +26,13 @@ from dataset_kit import _files
 
 _BOOT_ID = "/proc/sys/kernel/random/boot_id"
 MARKER = ".boot"
-# A cached shard's name: the first 16 hex digits of its sha256, a dot, its name.
+# A cached file's name: the first 16 hex digits of its sha256 (or its stamp's), a dot, its name.
 _CACHED = re.compile(r"^([0-9a-f]{16})\.(.+)$")
 
 
 def cached_name(sha256: str, name: str) -> str:
-    """The cache's file name of shard ``name``: its sha256 prefix, a dot, its name."""
+    """The cache's name of file ``name``: a sha256 prefix (``sha256``'s first 16 digits), a dot,
+    its name."""
     return f"{sha256[:16]}.{name}"
 
 
@@ -42,7 +46,7 @@ def boot_id() -> str | None:
 
 
 def check_after_reboot(directory: str) -> None:
-    """Delete cached shards that fail their sha256 if ``directory`` was written in another boot.
+    """Delete cached files that fail their sha256 if ``directory`` was written in another boot.
 
     Call under the cache-wide lock. Does nothing when the boot is the one
     recorded, or unknown.

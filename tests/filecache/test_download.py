@@ -1,9 +1,9 @@
-"""Ranged reads of a shard: as few as chunk_size allows, of equal size."""
+"""Ranged reads of a cached file: as few as chunk_size allows, of equal size."""
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dataset_kit.shards._download import range_size
+from dataset_kit.filecache._download import range_size
 
 
 @given(st.integers(1, 10**12), st.integers(1, 10**10))
