@@ -227,3 +227,18 @@ def test_a_state_with_another_seed_or_kind_is_refused():
 
 def test_mixture_is_the_class_mix_returns():
     assert isinstance(mix(sources(2), [1], seed=0), Mixture)
+
+
+def test_states_in_the_first_format_still_load_and_continue_as_they_did():
+    import json
+    from pathlib import Path
+    saved = json.loads((Path(__file__).parent / "data" / "mixture_states_v1.json").read_text())
+    data = sources(20, 35, 50)
+    for case in saved["cases"]:
+        stop = case.get("stop", "never")
+        m = mix(data, case["weights"], seed=9, stop=stop, state=case["state"])
+        if "length" in case:
+            assert len(m) == case["length"]
+            assert [list(e) for e in m[:]] == case["next"]
+        else:
+            assert [list(e) for e in m[np.arange(40)]] == case["next"]
