@@ -25,8 +25,10 @@ has been exhausted at least once (earlier ones start a new epoch), and
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
+import zlib
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
@@ -42,6 +44,7 @@ STOPS = ("first_exhausted", "all_exhausted", "never")
 #: The period of the schedule when weights are not ratios of small integers.
 ROUNDED_PERIOD = 1 << 16
 _STATE_KIND = "mixture"
+_STATE_VERSION = 2  # the first format had no version: lengths and counts per source in full
 _SOURCE_STREAM = 2  # seeds [seed, stream, source, epoch]: apart from the engine's streams
 
 
@@ -139,6 +142,34 @@ def tijdeman_schedule(shares: Sequence[int]) -> np.ndarray:
     return schedule
 
 
+@functools.lru_cache(maxsize=16)
+def _schedule_of(shares: tuple[int, ...]) -> np.ndarray:
+    schedule = tijdeman_schedule(shares)
+    schedule.flags.writeable = False  # shared by every mixture of these shares
+    return schedule
+
+
+def _schedule_counts(shares: Sequence[int], k: int) -> list[int]:
+    """How many of the first ``k`` steps of the schedule of ``shares`` draw each source.
+
+    Whole periods give each source its share; the rest is counted in one
+    period of the schedule (built once per shares, and cached).
+
+    Args:
+        shares: the integer shares of one period (see :func:`exact_weights`).
+        k: a number of steps, ``>= 0``.
+    """
+    shares = tuple(int(q) for q in shares)
+    full, part = divmod(k, sum(shares))
+    counts = np.bincount(_schedule_of(shares)[:part], minlength=len(shares))
+    return [full * q + int(c) for q, c in zip(shares, counts.tolist())]
+
+
+def _lengths_checksum(lengths: Sequence[int]) -> str:
+    """A short checksum of the sources' lengths, which a state carries to be checked."""
+    return f"{zlib.crc32(np.asarray(lengths, dtype='<i8').tobytes()):08x}"
+
+
 class Mixture(DatasetMixin):
     """A weighted mixture of datasets: what :func:`mix` returns.
 
@@ -183,7 +214,7 @@ class Mixture(DatasetMixin):
         self.period = sum(self.shares)
         self.start = tuple(self._check_state(state)) if state is not None \
             else (0,) * len(datasets)
-        self._schedule = tijdeman_schedule(self.shares)
+        self._schedule = _schedule_of(self.shares)
         # rank[p]: how many earlier steps of the period drew the same source.
         self._rank = np.zeros(self.period, dtype=np.int64)
         self._steps = []  # per source: the steps of the period that draw it
@@ -208,9 +239,45 @@ class Mixture(DatasetMixin):
         return tuple(q / self.period for q in self.shares)
 
     def _check_state(self, state: Any) -> list[int]:
+        """Validate a state of either format and return how many examples each source gave."""
         if not isinstance(state, dict) or state.get("kind") != _STATE_KIND:
             raise ValueError(f"state must be a mixture state (from Mixture.state_at), got "
                              f"{state!r:.200}")
+        for name, now in (("seed", self.seed), ("shuffle", self.shuffle)):
+            if state.get(name) != now:
+                raise ValueError(f"state's {name} is {state.get(name)!r}, this mixture's "
+                                 f"{now!r}: the sources' orders would differ")
+        if "version" not in state:
+            return self._check_first_state(state)
+        if state["version"] != _STATE_VERSION:
+            raise ValueError(f"state's version is {state['version']!r}; this dataset_kit reads "
+                             f"mixture states of version {_STATE_VERSION} and the first format")
+        count = state.get("sources")
+        if count != len(self.lengths):
+            raise ValueError(f"state is of a mixture of {count} sources, this one has "
+                             f"{len(self.lengths)}")
+        if state.get("lengths") != _lengths_checksum(self.lengths):
+            raise ValueError(f"state's sources have other lengths: their checksum is "
+                             f"{state.get('lengths')!r}, datasets' lengths {list(self.lengths)} "
+                             f"give {_lengths_checksum(self.lengths)!r}: a state continues the "
+                             f"same sources")
+        shares = state.get("shares")
+        shares = [shares] * count if isinstance(shares, int) else shares
+        if not isinstance(shares, list) or len(shares) != count:
+            raise ValueError(f"state's shares must be one integer per source, or one for all, "
+                             f"got {state.get('shares')!r}")
+        shares = [non_negative_int(f"state['shares'][{i}]", q) for i, q in enumerate(shares)]
+        if not any(shares):
+            raise ValueError(f"state's shares must not all be zero, got {shares!r}")
+        start = state.get("start", [0] * count)
+        if not isinstance(start, list) or len(start) != count:
+            raise ValueError(f"state's start must be one count per source, got {start!r}")
+        start = [non_negative_int(f"state['start'][{i}]", c) for i, c in enumerate(start)]
+        k = non_negative_int("state['k']", state.get("k"))
+        return [s + c for s, c in zip(start, _schedule_counts(tuple(shares), k))]
+
+    def _check_first_state(self, state: dict) -> list[int]:
+        """The first format: the lengths and how many examples each source gave, in full."""
         lengths = list(state.get("lengths", ()))
         if len(lengths) != len(self.lengths):
             raise ValueError(f"state is of a mixture of {len(lengths)} sources, this one has "
@@ -219,10 +286,6 @@ class Mixture(DatasetMixin):
             if saved != now:
                 raise ValueError(f"state's source {i} had {saved} examples, datasets[{i}] has "
                                  f"{now}: a state continues the same sources")
-        for name, now in (("seed", self.seed), ("shuffle", self.shuffle)):
-            if state.get(name) != now:
-                raise ValueError(f"state's {name} is {state.get(name)!r}, this mixture's "
-                                 f"{now!r}: the sources' orders would differ")
         consumed = state.get("consumed")
         if not isinstance(consumed, list) or len(consumed) != len(self.lengths):
             raise ValueError(f"state's consumed must be one count per source, got "
@@ -335,12 +398,30 @@ class Mixture(DatasetMixin):
                 batch[slot] = value
         return batch
 
+    def consumed_at(self, k: int) -> list[int]:
+        """Return how many examples each source has given after this mixture's first ``k``.
+
+        ``start`` included: the counts a re-weighted mixture continues from.
+
+        Args:
+            k: how many examples of this mixture were read, in order.
+
+        Raises:
+            ValueError: if ``k`` is negative.
+        """
+        k = non_negative_int("k", k)
+        return [s + c for s, c in zip(self.start, _schedule_counts(self.shares, k))]
+
     def state_at(self, k: int) -> dict:
         """Return the state after this mixture's first ``k`` examples (JSON-ready).
 
-        A few integers: the sources' lengths (to check), the seed, and how many
-        examples each source has given. ``mix(..., state=state)`` with any
-        weights continues every source from there.
+        A few integers, whatever the number of sources: ``k``, this mixture's
+        shares (from which the counts per source follow), the seed, the
+        sources' count and a checksum of their lengths (to check), and, only
+        for a mixture that was itself built from a state, where each source
+        started. ``mix(..., state=state)`` with any weights continues every
+        source from there; states of the first format (counts per source in
+        full) still load.
 
         Args:
             k: how many examples of this mixture were read, in order.
@@ -352,14 +433,14 @@ class Mixture(DatasetMixin):
         k = non_negative_int("k", k)
         if self.stop != "never" and k > self._length:
             raise ValueError(f"k must be at most the mixture's length {self._length}, got {k}")
-        consumed = []
-        for i, q in enumerate(self.shares):
-            full, part = divmod(k, self.period)
-            within = int(np.searchsorted(self._steps[i], part)) if q else 0
-            consumed.append(self.start[i] + full * q + within)
-        return {"kind": _STATE_KIND, "lengths": list(self.lengths), "seed": self.seed,
-                "shuffle": self.shuffle, "consumed": consumed}
-
+        equal = all(q == self.shares[0] for q in self.shares)
+        state = {"kind": _STATE_KIND, "version": _STATE_VERSION, "seed": self.seed,
+                 "shuffle": self.shuffle, "sources": len(self.lengths),
+                 "lengths": _lengths_checksum(self.lengths),
+                 "shares": self.shares[0] if equal else list(self.shares), "k": k}
+        if any(self.start):  # only a re-weighted mixture: the counts it began from
+            state["start"] = list(self.start)
+        return state
 
 def mix(datasets: Sequence[Any], weights: Any, *, seed: int,
         stop: str = "first_exhausted", shuffle: bool = True,
@@ -402,6 +483,5 @@ def mix(datasets: Sequence[Any], weights: Any, *, seed: int,
 
 def source_counts(mixture: Mixture, n: int) -> list[int]:
     """How many of a mixture's first ``n`` examples came from each source."""
-    state = mixture.state_at(n)
-    return [c - s for c, s in zip(state["consumed"], mixture.start)]
+    return [c - s for c, s in zip(mixture.consumed_at(n), mixture.start)]
 

@@ -150,12 +150,35 @@ def test_a_zero_weight_leaves_its_source_out():
     assert {e[0] for e in m[:]} == {0, 2}
 
 
-def test_the_state_is_a_few_integers_and_json_ready():
+def test_the_state_is_a_few_integers_whatever_the_number_of_sources():
     import json
-    m = mix(sources(*([10] * 16)), [1] * 16, seed=0, stop="never")
-    state = m.state_at(10**9)
-    assert sum(state["consumed"]) == 10**9
-    assert len(json.dumps(state)) < 400
+    for count in (3, 16, 1000):
+        m = mix(sources(*([10] * count)), [1] * count, seed=0, stop="never")
+        state = m.state_at(10**9)
+        assert sum(m.consumed_at(10**9)) == 10**9
+        assert len(json.dumps(state)) < 160, state
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, 7), min_size=1, max_size=5).filter(any), st.integers(0, 300))
+def test_consumed_at_counts_the_draws_of_each_source(weights, k):
+    m = mix(sources(*([4] * len(weights))), weights, seed=0, stop="never")
+    drawn = [e[0] for e in m[np.arange(k)]] if k else []
+    assert m.consumed_at(k) == [drawn.count(s) for s in range(len(weights))]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 80), st.integers(0, 80), st.lists(st.integers(0, 5), min_size=3,
+                                                          max_size=3).filter(any))
+def test_a_state_of_a_reweighted_mixture_continues_every_source_again(k1, k2, third):
+    data = sources(20, 35, 50)
+    first = mix(data, [1, 2, 3], seed=9, stop="never")
+    second = mix(data, [3, 1, 1], seed=9, stop="never", state=first.state_at(k1))
+    state = second.state_at(k2)
+    assert "start" in state or k1 == 0
+    again = mix(data, third, seed=9, stop="never", state=state)
+    assert list(again.start) == [a + b for a, b in zip(first.consumed_at(k1),
+                                                       source_counts(second, k2))]
 
 
 def test_an_iterator_over_a_mixture_resumes_exactly_for_any_worker_count():
@@ -204,7 +227,7 @@ def test_bad_sources_and_stops_are_refused():
 
 @pytest.mark.parametrize("change, words", [
     (lambda d: d[:2], "state is of a mixture of 3 sources, this one has 2"),
-    (lambda d: [d[0], d[1][:5], d[2]], "state's source 1 had 6 examples, datasets[1] has 5"),
+    (lambda d: [d[0], d[1][:5], d[2]], "state's sources have other lengths: their checksum is"),
 ])
 def test_a_state_of_other_sources_is_refused_naming_what_differs(change, words):
     data = sources(4, 6, 8)
@@ -221,6 +244,12 @@ def test_a_state_with_another_seed_or_kind_is_refused():
         mix(data, [1, 1], seed=1, state=state)
     with pytest.raises(ValueError, match="must be a mixture state"):
         mix(data, [1, 1], seed=0, state={"kind": "engine"})
+    with pytest.raises(ValueError, match=r"state's version is 7"):
+        mix(data, [1, 1], seed=0, state={**state, "version": 7})
+    with pytest.raises(ValueError, match=r"state\['k'\] must be a non-negative integer"):
+        mix(data, [1, 1], seed=0, state={**state, "k": -1})
+    with pytest.raises(ValueError, match=r"state's shares must be one integer per source"):
+        mix(data, [1, 1], seed=0, state={**state, "shares": [1, 2, 3]})
     with pytest.raises(ValueError, match="k must be at most the mixture's length"):
         mix(data, [1, 1], seed=0).state_at(1000)
 
@@ -242,3 +271,6 @@ def test_states_in_the_first_format_still_load_and_continue_as_they_did():
             assert [list(e) for e in m[:]] == case["next"]
         else:
             assert [list(e) for e in m[np.arange(40)]] == case["next"]
+    # A first-format state still names the source whose length differs.
+    with pytest.raises(ValueError, match=r"state's source 1 had 35 examples, datasets\[1\] has 34"):
+        mix([data[0], data[1][:34], data[2]], [1, 1, 1], seed=9, state=saved["cases"][0]["state"])
