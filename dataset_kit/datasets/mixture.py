@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from dataset_kit import _example_context
+from dataset_kit import _example_context, _gather
 from dataset_kit._checks import non_negative_int
 from dataset_kit.batch import ExampleBatch
 from dataset_kit.dataset import DatasetMixin, fetch_examples
@@ -170,6 +170,54 @@ def _lengths_checksum(lengths: Sequence[int]) -> str:
     return f"{zlib.crc32(np.asarray(lengths, dtype='<i8').tobytes()):08x}"
 
 
+class _Block:
+    """Where a block of consecutive mixture indices reads from, grouped by source.
+
+    Attributes:
+        indices: the block's mixture indices (``begin, begin + 1, ...``).
+        source, example: the source and the example of each index.
+        present: the sources the block draws from.
+        positions: per source, the positions in the block that draw from it (ascending).
+        examples: per source, the examples those positions read.
+        rank: per position, how many earlier positions of the block draw from its source.
+        counts: ``counts[p, s]``: how many of the block's first ``p`` positions draw from ``s``.
+    """
+
+    def __init__(self, indices: np.ndarray, source: np.ndarray,
+                 positions: list[np.ndarray], examples: list[np.ndarray]) -> None:
+        self.indices, self.source = indices, source
+        self.positions, self.examples = positions, examples
+        self.present = [s for s, p in enumerate(positions) if len(p)]
+        self.example = np.empty(len(indices), dtype=np.int64)
+        self.rank = np.empty(len(indices), dtype=np.int64)
+        for where, example in zip(positions, examples):
+            self.example[where] = example
+            self.rank[where] = np.arange(len(where))
+        # Source-major, so each source's counts are one cumulative sum along a row.
+        counts = np.empty((len(positions), len(indices) + 1), dtype=np.int32)
+        counts[:, 0] = 0
+        np.cumsum(source[None, :] == np.arange(len(positions), dtype=source.dtype)[:, None],
+                  axis=1, dtype=np.int32, out=counts[:, 1:])
+        self.counts = counts.T
+
+
+def _as_rows(array: np.ndarray) -> np.ndarray:
+    """A 1-D view of a C-contiguous array with one opaque item per row (faster to move).
+
+    Other arrays are returned as they are.
+    """
+    if array.ndim < 2 or not array.flags.c_contiguous or array.dtype.hasobject \
+            or array.size == 0:
+        return array
+    rows = array.reshape(len(array), -1) if array.ndim > 2 else array
+    return rows.view(_row_dtype(array.strides[0])).reshape(len(array))
+
+
+@functools.lru_cache(maxsize=64)
+def _row_dtype(row_bytes: int) -> np.dtype:
+    return np.dtype((np.void, row_bytes))
+
+
 class Mixture(DatasetMixin):
     """A weighted mixture of datasets: what :func:`mix` returns.
 
@@ -215,6 +263,10 @@ class Mixture(DatasetMixin):
         self.start = tuple(self._check_state(state)) if state is not None \
             else (0,) * len(datasets)
         self._schedule = _schedule_of(self.shares)
+        # The same, in 16 bits where it fits: a block groups its indices by
+        # source with a stable argsort, a radix sort on 16 bits.
+        self._schedule_small = self._schedule.astype(
+            np.int16 if len(datasets) < 1 << 15 else np.int32)
         # rank[p]: how many earlier steps of the period drew the same source.
         self._rank = np.zeros(self.period, dtype=np.int64)
         self._steps = []  # per source: the steps of the period that draw it
@@ -232,6 +284,20 @@ class Mixture(DatasetMixin):
         # per source; others one example at a time, in batch order.
         self._batched_sources = all(isinstance(d, (np.ndarray, DatasetMixin))
                                     for d in self.datasets)
+        # Arrays of one dtype and row shape: a batch is one array, gathered
+        # source by source into its rows.
+        first = self.datasets[0]
+        self._alike_arrays = all(
+            isinstance(d, np.ndarray) and d.ndim >= 1 and not d.dtype.hasobject
+            and d.dtype == first.dtype and d.shape[1:] == first.shape[1:]
+            for d in self.datasets)
+        # Contiguous runs of indices (an iterator reading the mixture in order)
+        # are located a block at a time; the block's size keeps its table of
+        # counts per source near a million entries, and a short mixture's short.
+        self._block_size = max(256, min(8192, (1 << 20) // len(self.datasets),
+                                        1 << (self._length - 1).bit_length()))
+        self._blocks: dict[int, _Block] = {}
+        self._row_views: list[np.ndarray] | None = None
 
     @property
     def weights(self) -> tuple[float, ...]:
@@ -372,31 +438,123 @@ class Mixture(DatasetMixin):
         source, example = self.locate(np.array([i], dtype=np.int64))
         return self.datasets[int(source[0])][int(example[0])]
 
+    def __getstate__(self) -> dict:
+        # Caches stay behind: the row views would pickle as copies of the sources.
+        state = dict(self.__dict__)
+        state.update(_blocks={}, _row_views=None, _orders={})
+        return state
+
+    def _block(self, number: int) -> _Block:
+        """The located indices of block ``number``, built once and kept while in use.
+
+        A source's draws in a run of consecutive indices are consecutive too:
+        its examples there are slices of its epochs' permutations, after the
+        draws that came before the block (counted from the schedule, O(1)
+        per index and no search).
+        """
+        block = self._blocks.get(number)
+        if block is None:
+            begin = number * self._block_size
+            indices = np.arange(begin, begin + self._block_size, dtype=np.int64)
+            source = self._schedule_small.take(indices % self.period)
+            order = np.argsort(source, kind="stable")
+            bounds = np.cumsum(np.bincount(source, minlength=len(self.datasets))).tolist()
+            positions = [order[lo:hi] for lo, hi in zip([0, *bounds[:-1]], bounds)]
+            examples = [self._examples_of(s, first, len(p)) for s, (first, p) in
+                        enumerate(zip(self.consumed_at(begin), positions))]
+            block = _Block(indices, source, positions, examples)
+            if len(self._blocks) >= 4:
+                self._blocks.clear()  # an iterator reads one block at a time, or two
+            self._blocks[number] = block
+        return block
+
+    def _examples_of(self, source: int, first: int, count: int) -> np.ndarray:
+        """The examples of ``source``'s draws ``first, first + 1, ...`` (``count`` of them)."""
+        length = self.lengths[source]
+        pieces = []
+        draw, end = first, first + count
+        while draw < end:
+            epoch, position = divmod(draw, length)
+            stop = min(length, position + end - draw)
+            order = self._order(source, epoch) if self.shuffle else None
+            pieces.append(order[position:stop] if order is not None
+                          else np.arange(position, stop, dtype=np.int64))
+            draw += stop - position
+        return np.concatenate(pieces) if pieces else np.empty(0, dtype=np.int64)
+
+    def _run(self, indices: np.ndarray) -> tuple[_Block, int, int] | None:
+        """``(block, start, stop)`` when ``indices`` are one run ``a, a+1, ...`` inside a block."""
+        n = len(indices)
+        if n == 0 or indices.dtype != np.int64 or indices.ndim != 1:
+            return None
+        number, start = divmod(int(indices[0]), self._block_size)
+        stop = start + n
+        if stop > self._block_size:
+            return None
+        block = self._block(number)
+        # Comparing the bytes is the cheapest exact test of a run.
+        if indices.tobytes() != block.indices[start:stop].tobytes():
+            return None
+        return block, start, stop
+
     def get_batch(self, indices: np.ndarray) -> Sequence[Any]:
-        source, example = self.locate(indices)
+        run = self._run(indices)
+        if run is not None and self._alike_arrays:
+            return self._gather_run(*run)
+        if run is not None:
+            block, start, stop = run
+            source = block.source[start:stop]
+            example = block.example[start:stop]
+        else:
+            source, example = self.locate(indices)
         if not self._batched_sources:
             # Sources read one example at a time: one pass in batch order, so
             # the example cursor (example_rng) follows the batch's positions.
-            datasets = self.datasets
+            getters = [d.__getitem__ for d in self.datasets]
             return _example_context.map_examples(
-                lambda pair: datasets[pair[0]][pair[1]], zip(source.tolist(), example.tolist()))
+                lambda pair: getters[pair[0]](pair[1]), zip(source.tolist(), example.tolist()))
         groups = [(s, np.flatnonzero(source == s)) for s in np.unique(source).tolist()]
         parts = [fetch_examples(self.datasets[s], example[where]) for s, where in groups]
-        columns = [p.columns for p in parts if isinstance(p, ExampleBatch)]
-        arrays = [c for c in columns if isinstance(c, np.ndarray)]
-        if parts and len(arrays) == len(parts) and all(
-                a.dtype == arrays[0].dtype and a.shape[1:] == arrays[0].shape[1:]
-                for a in arrays):
-            # Array sources: one column in, one column out (no per-example objects).
-            out = np.empty((len(indices), *arrays[0].shape[1:]), dtype=arrays[0].dtype)
-            for (_, where), array in zip(groups, arrays):
-                out[where] = array
-            return ExampleBatch(out)
         batch: list[Any] = [None] * len(indices)
         for (_, where), part in zip(groups, parts):
             for slot, value in zip(where.tolist(), part):
                 batch[slot] = value
         return batch
+
+    def _gather_run(self, block: _Block, start: int, stop: int) -> ExampleBatch:
+        """A run of array examples: one gather per source, then one into the batch's order."""
+        rows = self._row_views
+        if rows is None:
+            rows = [_as_rows(d) for d in self.datasets]
+            if any(r.dtype != rows[0].dtype or r.ndim != rows[0].ndim for r in rows):
+                rows = list(self.datasets)  # some are not C-contiguous: move them as they are
+            self._row_views = rows
+        head = self.datasets[0]
+        n = stop - start
+        out = _gather.empty((n, *head.shape[1:]), head.dtype)
+        out_rows = _as_rows(out) if rows[0] is not head else out
+        low, high = block.counts[start].tolist(), block.counts[stop].tolist()
+        drawn = [s for s in block.present if high[s] > low[s]]
+        if len(drawn) == 1:  # one source: its rows are the batch, in order
+            s = drawn[0]
+            np.take(rows[s], block.examples[s][low[s]:high[s]], axis=0, out=out_rows,
+                    mode="clip")  # the examples are valid: "clip" spares a temporary
+            return ExampleBatch(out)
+        # Gather each source's rows after the previous source's, then put them
+        # in the batch's order: example p is row rank[p] - low[s] + shift[s].
+        grouped = np.empty(n, dtype=out_rows.dtype) if out_rows.ndim == 1 \
+            else np.empty_like(out_rows)
+        shift = np.zeros(len(rows), dtype=np.int64)
+        at = 0
+        for s in drawn:
+            lo, hi = low[s], high[s]
+            np.take(rows[s], block.examples[s][lo:hi], axis=0, out=grouped[at:at + hi - lo],
+                    mode="clip")
+            shift[s] = at - lo
+            at += hi - lo
+        where = block.rank[start:stop] + shift.take(block.source[start:stop])
+        np.take(grouped, where, axis=0, out=out_rows, mode="clip")
+        return ExampleBatch(out)
 
     def consumed_at(self, k: int) -> list[int]:
         """Return how many examples each source has given after this mixture's first ``k``.

@@ -274,3 +274,71 @@ def test_states_in_the_first_format_still_load_and_continue_as_they_did():
     # A first-format state still names the source whose length differs.
     with pytest.raises(ValueError, match=r"state's source 1 had 35 examples, datasets\[1\] has 34"):
         mix([data[0], data[1][:34], data[2]], [1, 1, 1], seed=9, state=saved["cases"][0]["state"])
+
+
+def array_sources(lengths: list[int], shape: tuple = (3,)) -> list[np.ndarray]:
+    """Array sources whose rows say where they come from: ``[source, index, ...]``."""
+    out = []
+    for s, n in enumerate(lengths):
+        rows = np.zeros((n, *shape), dtype=np.int32)
+        rows.reshape(n, -1)[:, 0] = s
+        rows.reshape(n, -1)[:, 1] = np.arange(n)
+        out.append(rows)
+    return out
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, 6), min_size=1, max_size=5).filter(any),
+       st.integers(0, 20_000), st.integers(1, 700), st.sampled_from([(3,), (2, 2), ()]),
+       st.booleans())
+def test_a_run_of_indices_over_arrays_gives_the_examples_one_by_one(weights, first, count,
+                                                                   shape, shuffle):
+    if shape == ():
+        data = [np.arange(n, dtype=np.int64) + 1000 * s
+                for s, n in enumerate([37, 5, 300, 64, 9][:len(weights)])]
+    else:
+        data = array_sources([37, 5, 300, 64, 9][:len(weights)], shape)
+    m = mix(data, weights, seed=5, stop="never", shuffle=shuffle)
+    run = np.arange(first, first + count, dtype=np.int64)
+    batch = m[run]
+    one_by_one = np.stack([m[int(k)] for k in run])
+    assert np.array_equal(np.asarray(batch), one_by_one)
+    # The same indices in another order (no run) give the same examples, reordered.
+    back = m[run[::-1].copy()]
+    assert np.array_equal(np.asarray(back), one_by_one[::-1])
+
+
+def test_a_run_over_arrays_crossing_a_block_gives_the_same_examples():
+    data = array_sources([1000, 700, 50])
+    m = mix(data, [5, 3, 1], seed=1, stop="never")
+    for first in (8192 - 100, 3 * 8192 - 1, 0):
+        run = np.arange(first, first + 300, dtype=np.int64)
+        assert np.array_equal(np.asarray(m[run]), np.stack([m[int(k)] for k in run]))
+
+
+def test_arrays_of_other_dtypes_or_layouts_are_mixed_example_by_example():
+    a = np.arange(40, dtype=np.int32).reshape(20, 2)
+    b = np.arange(40, dtype=np.float64).reshape(20, 2)[:, ::-1]  # another dtype, a view
+    m = mix([a, b], [1, 1], seed=0, stop="first_exhausted")
+    batch = m[np.arange(10)]
+    for k, example in enumerate(batch):
+        assert np.array_equal(example, m[k])
+    c = np.asfortranarray(np.arange(40, dtype=np.int32).reshape(20, 2))
+    m = mix([a, c], [1, 2], seed=0, stop="first_exhausted")
+    assert np.array_equal(np.asarray(m[np.arange(12)]), np.stack([m[k] for k in range(12)]))
+
+
+def test_an_iterator_over_a_mixture_of_arrays_gives_the_same_batches_for_any_worker_count():
+    from dataset_kit.iterators import MultiprocessIterator
+    data = array_sources([300, 120, 80], (4,))
+    m = mix(data, [3, 2, 1], seed=2, stop="all_exhausted")
+    serial = SerialIterator(m, 32, repeat=False, shuffle=False)
+    expected = [np.asarray(b) for b in serial]
+    other = MultiprocessIterator(m, 32, repeat=False, shuffle=False, n_processes=2)
+    try:
+        got = [np.asarray(b) for b in other]
+    finally:
+        other.finalize()
+    assert len(got) == len(expected)
+    assert all(np.array_equal(g, e) for g, e in zip(got, expected))
+    assert sum(len(b) for b in expected) == len(m)
