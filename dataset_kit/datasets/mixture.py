@@ -503,10 +503,18 @@ class Mixture(DatasetMixin):
             return self._gather_run(*run)
         if run is not None:
             block, start, stop = run
-            source = block.source[start:stop]
-            example = block.example[start:stop]
+            source, example = block.source[start:stop], block.example[start:stop]
         else:
-            source, example = self.locate(indices)
+            # Indices inside one block (a rank's stride, a shuffle within a
+            # block) are looked up there; others are located one by one.
+            inside = self._inside_block(indices)
+            if inside is not None:
+                block, offsets = inside
+                source, example = block.source.take(offsets), block.example.take(offsets)
+            else:
+                source, example = self.locate(indices)
+        if self._alike_arrays:
+            return self._gather_arrays(source, example)
         if not self._batched_sources:
             # Sources read one example at a time: one pass in batch order, so
             # the example cursor (example_rng) follows the batch's positions.
@@ -521,39 +529,70 @@ class Mixture(DatasetMixin):
                 batch[slot] = value
         return batch
 
-    def _gather_run(self, block: _Block, start: int, stop: int) -> ExampleBatch:
-        """A run of array examples: one gather per source, then one into the batch's order."""
+    def _inside_block(self, indices: np.ndarray) -> tuple[_Block, np.ndarray] | None:
+        """``(block, offsets)`` when all ``indices`` lie in one block."""
+        if not len(indices) or indices.ndim != 1:
+            return None
+        number = int(indices.min()) // self._block_size
+        if number < 0 or int(indices.max()) // self._block_size != number:
+            return None
+        block = self._block(number)
+        return block, indices - number * self._block_size
+
+    def _rows(self) -> list[np.ndarray]:
+        """The array sources as rows to move: one opaque item per row where they allow it."""
         rows = self._row_views
         if rows is None:
             rows = [_as_rows(d) for d in self.datasets]
             if any(r.dtype != rows[0].dtype or r.ndim != rows[0].ndim for r in rows):
                 rows = list(self.datasets)  # some are not C-contiguous: move them as they are
             self._row_views = rows
+        return rows
+
+    def _gather_arrays(self, source: np.ndarray, example: np.ndarray) -> ExampleBatch:
+        """Array examples anywhere: grouped by source, one gather each, back in order."""
+        rows = self._rows()
+        head = self.datasets[0]
+        out = _gather.empty((len(source), *head.shape[1:]), head.dtype)
+        out_rows = _as_rows(out) if rows[0] is not head else out
+        order = np.argsort(source, kind="stable")
+        grouped_examples = example.take(order)
+        grouped = np.empty_like(out_rows)
+        at = 0
+        for s, count in enumerate(np.bincount(source, minlength=len(rows)).tolist()):
+            if count:
+                rows[s].take(grouped_examples[at:at + count], 0, grouped[at:at + count], "clip")
+                at += count
+        out_rows[order] = grouped
+        return ExampleBatch(out)
+
+    def _gather_run(self, block: _Block, start: int, stop: int) -> ExampleBatch:
+        """A run of array examples: one gather per source, then one into the batch's order."""
+        rows = self._rows()
         head = self.datasets[0]
         n = stop - start
         out = _gather.empty((n, *head.shape[1:]), head.dtype)
         out_rows = _as_rows(out) if rows[0] is not head else out
         low, high = block.counts[start].tolist(), block.counts[stop].tolist()
         drawn = [s for s in block.present if high[s] > low[s]]
+        # (ndarray.take with "clip": the examples are valid, and "raise" would
+        # gather into a temporary first.)
         if len(drawn) == 1:  # one source: its rows are the batch, in order
             s = drawn[0]
-            np.take(rows[s], block.examples[s][low[s]:high[s]], axis=0, out=out_rows,
-                    mode="clip")  # the examples are valid: "clip" spares a temporary
+            rows[s].take(block.examples[s][low[s]:high[s]], 0, out_rows, "clip")
             return ExampleBatch(out)
         # Gather each source's rows after the previous source's, then put them
         # in the batch's order: example p is row rank[p] - low[s] + shift[s].
-        grouped = np.empty(n, dtype=out_rows.dtype) if out_rows.ndim == 1 \
-            else np.empty_like(out_rows)
-        shift = np.zeros(len(rows), dtype=np.int64)
+        grouped = np.empty_like(out_rows)
+        shift = [0] * len(rows)
         at = 0
         for s in drawn:
             lo, hi = low[s], high[s]
-            np.take(rows[s], block.examples[s][lo:hi], axis=0, out=grouped[at:at + hi - lo],
-                    mode="clip")
+            rows[s].take(block.examples[s][lo:hi], 0, grouped[at:at + hi - lo], "clip")
             shift[s] = at - lo
             at += hi - lo
-        where = block.rank[start:stop] + shift.take(block.source[start:stop])
-        np.take(grouped, where, axis=0, out=out_rows, mode="clip")
+        where = block.rank[start:stop] + np.array(shift).take(block.source[start:stop])
+        grouped.take(where, 0, out_rows, "clip")
         return ExampleBatch(out)
 
     def consumed_at(self, k: int) -> list[int]:

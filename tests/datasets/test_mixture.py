@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dataset_kit.batch import ExampleBatch
 from dataset_kit.datasets import Mixture, mix
 from dataset_kit.datasets.mixture import exact_weights, source_counts, tijdeman_schedule
 from dataset_kit.iterators import SerialIterator
@@ -290,21 +291,23 @@ def array_sources(lengths: list[int], shape: tuple = (3,)) -> list[np.ndarray]:
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.integers(0, 6), min_size=1, max_size=5).filter(any),
        st.integers(0, 20_000), st.integers(1, 700), st.sampled_from([(3,), (2, 2), ()]),
-       st.booleans())
+       st.booleans(), st.sampled_from([1, 2, 3, 50]))
 def test_a_run_of_indices_over_arrays_gives_the_examples_one_by_one(weights, first, count,
-                                                                   shape, shuffle):
+                                                                   shape, shuffle, stride):
     if shape == ():
         data = [np.arange(n, dtype=np.int64) + 1000 * s
                 for s, n in enumerate([37, 5, 300, 64, 9][:len(weights)])]
     else:
         data = array_sources([37, 5, 300, 64, 9][:len(weights)], shape)
     m = mix(data, weights, seed=5, stop="never", shuffle=shuffle)
-    run = np.arange(first, first + count, dtype=np.int64)
+    # A run (stride 1), a rank's share of one (stride > 1), and the same backwards.
+    run = np.arange(first, first + count * stride, stride, dtype=np.int64)
     batch = m[run]
     one_by_one = np.stack([m[int(k)] for k in run])
+    assert isinstance(batch, ExampleBatch)
     assert np.array_equal(np.asarray(batch), one_by_one)
-    # The same indices in another order (no run) give the same examples, reordered.
     back = m[run[::-1].copy()]
+    assert isinstance(back, ExampleBatch)
     assert np.array_equal(np.asarray(back), one_by_one[::-1])
 
 
