@@ -16,6 +16,15 @@ example is a pure function of ``(seed, k)``:
   weights, which is what lets a re-weighted mixture continue every source
   where it stopped (:meth:`Mixture.state_at` and ``mix(..., state=...)``).
 
+Reading is O(1) per example, without a search: the schedule is one period,
+built once, so index ``k``'s source is ``schedule[k % period]``. A batch of
+consecutive indices (an iterator reading the mixture in order) or of indices
+inside one block of them (a rank's stride) is located a block at a time: in a
+run of indices each source's draws are consecutive, so its examples are a
+slice of its epoch's permutation. The batch is then grouped by source, each
+source answers its group at once (array sources with one gather, into one
+array), and the examples are put back in the batch's order.
+
 Stopping follows Hugging Face's ``interleave_datasets(probabilities=...,
 stopping_strategy=...)``: ``"first_exhausted"`` ends right after the draw
 that takes the last example of a source, ``"all_exhausted"`` once every source
