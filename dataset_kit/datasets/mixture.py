@@ -48,6 +48,7 @@ from dataset_kit import _example_context, _gather
 from dataset_kit._checks import non_negative_int
 from dataset_kit.batch import ExampleBatch
 from dataset_kit.dataset import DatasetMixin, fetch_examples
+from dataset_kit.datasets._states import check_state
 
 STOPS = ("first_exhausted", "all_exhausted", "never")
 #: The period of the schedule when weights are not ratios of small integers.
@@ -315,13 +316,9 @@ class Mixture(DatasetMixin):
 
     def _check_state(self, state: Any) -> list[int]:
         """Validate a state of either format and return how many examples each source gave."""
-        if not isinstance(state, dict) or state.get("kind") != _STATE_KIND:
-            raise ValueError(f"state must be a mixture state (from Mixture.state_at), got "
-                             f"{state!r:.200}")
-        for name, now in (("seed", self.seed), ("shuffle", self.shuffle)):
-            if state.get(name) != now:
-                raise ValueError(f"state's {name} is {state.get(name)!r}, this mixture's "
-                                 f"{now!r}: the sources' orders would differ")
+        check_state(state, _STATE_KIND, "Mixture.state_at",
+                    (("seed", self.seed), ("shuffle", self.shuffle)), "mixture",
+                    "the sources' orders would differ")
         if "version" not in state:
             return self._check_first_state(state)
         if state["version"] != _STATE_VERSION:

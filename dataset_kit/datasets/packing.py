@@ -36,6 +36,7 @@ import numpy as np
 
 from dataset_kit._checks import non_negative_int, positive_int
 from dataset_kit.dataset import DatasetMixin, fetch_examples
+from dataset_kit.datasets._states import check_state
 from dataset_kit.datasets.mixture import Mixture
 
 METHODS = ("concat", "first_fit")
@@ -112,16 +113,10 @@ class PackedDataset(DatasetMixin):
 
     def _continue(self, state: Any) -> None:
         """Take what a state of another packing left open (checked against this one)."""
-        if not isinstance(state, dict) or state.get("kind") != _STATE_KIND:
-            raise ValueError(f"state must be a packing state (from PackedDataset.state_at), "
-                             f"got {state!r:.200}")
-        if state.get("version") != _STATE_VERSION:
-            raise ValueError(f"state's version is {state.get('version')!r}; this dataset_kit "
-                             f"reads packing states of version {_STATE_VERSION}")
-        for name, now in (("length", self.length), ("method", self.method)):
-            if state.get(name) != now:
-                raise ValueError(f"state's {name} is {state.get(name)!r}, this packing's "
-                                 f"{now!r}: the open sequences were packed for it")
+        check_state(state, _STATE_KIND, "PackedDataset.state_at",
+                    (("version", _STATE_VERSION), ("length", self.length),
+                     ("method", self.method)), "packing",
+                    "the open sequences were packed for it")
         if not isinstance(self.dataset, Mixture):
             raise TypeError(f"a packing state continues a mixture: dataset must be "
                             f"mix(..., state=state['mixture']), got {type(self.dataset).__name__}")
