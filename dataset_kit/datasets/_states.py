@@ -1,9 +1,12 @@
-"""The envelope check that every dataset state (a mixture's, a packing's) starts with."""
+"""What dataset states (a mixture's, a packing's) share: the envelope check, a checksum."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import zlib
+from collections.abc import Iterable, Sequence
 from typing import Any
+
+import numpy as np
 
 
 def check_state(state: Any, kind: str, made_by: str, fields: Iterable[tuple[str, Any]],
@@ -28,3 +31,8 @@ def check_state(state: Any, kind: str, made_by: str, fields: Iterable[tuple[str,
             raise ValueError(f"state's {name} is {state.get(name)!r}, this {owner}'s "
                              f"{now!r}: {why}")
     return state
+
+
+def checksum(counts: Sequence[int]) -> str:
+    """A short checksum of integers (sources' lengths, counts) that a state carries to check."""
+    return f"{zlib.crc32(np.asarray(counts, dtype='<i8').tobytes()):08x}"

@@ -37,7 +37,6 @@ from __future__ import annotations
 import functools
 import heapq
 import math
-import zlib
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
@@ -48,7 +47,7 @@ from dataset_kit import _example_context, _gather
 from dataset_kit._checks import non_negative_int
 from dataset_kit.batch import ExampleBatch
 from dataset_kit.dataset import DatasetMixin, fetch_examples
-from dataset_kit.datasets._states import check_state
+from dataset_kit.datasets._states import check_state, checksum
 
 STOPS = ("first_exhausted", "all_exhausted", "never")
 #: The period of the schedule when weights are not ratios of small integers.
@@ -173,11 +172,6 @@ def _schedule_counts(shares: Sequence[int], k: int) -> list[int]:
     full, part = divmod(k, sum(shares))
     counts = np.bincount(_schedule_of(shares)[:part], minlength=len(shares))
     return [full * q + int(c) for q, c in zip(shares, counts.tolist())]
-
-
-def _lengths_checksum(lengths: Sequence[int]) -> str:
-    """A short checksum of the sources' lengths, which a state carries to be checked."""
-    return f"{zlib.crc32(np.asarray(lengths, dtype='<i8').tobytes()):08x}"
 
 
 class _Block:
@@ -328,10 +322,10 @@ class Mixture(DatasetMixin):
         if count != len(self.lengths):
             raise ValueError(f"state is of a mixture of {count} sources, this one has "
                              f"{len(self.lengths)}")
-        if state.get("lengths") != _lengths_checksum(self.lengths):
+        if state.get("lengths") != checksum(self.lengths):
             raise ValueError(f"state's sources have other lengths: their checksum is "
                              f"{state.get('lengths')!r}, datasets' lengths {list(self.lengths)} "
-                             f"give {_lengths_checksum(self.lengths)!r}: a state continues the "
+                             f"give {checksum(self.lengths)!r}: a state continues the "
                              f"same sources")
         shares = state.get("shares")
         shares = [shares] * count if isinstance(shares, int) else shares
@@ -639,7 +633,7 @@ class Mixture(DatasetMixin):
         equal = all(q == self.shares[0] for q in self.shares)
         state = {"kind": _STATE_KIND, "version": _STATE_VERSION, "seed": self.seed,
                  "shuffle": self.shuffle, "sources": len(self.lengths),
-                 "lengths": _lengths_checksum(self.lengths),
+                 "lengths": checksum(self.lengths),
                  "shares": self.shares[0] if equal else list(self.shares), "k": k}
         if any(self.start):  # only a re-weighted mixture: the counts it began from
             state["start"] = list(self.start)

@@ -15,7 +15,10 @@ offsets, form each sequence.
 Sequence ``j`` is then a pure function of ``j`` and the plan, so every worker
 count, every rank count and every resume reads the same sequences, and the
 state of an iterator over a packed dataset is its position, a few integers;
-the tokens are never part of a state.
+the tokens are never part of a state. To change a mixture's weights under
+packing at any sequence, :meth:`PackedDataset.state_at` names what the packer
+holds open (the rest of a first-fit round, a cut document) by position, and
+``pack(..., state=...)`` emits it first.
 
 * ``"concat"``: the documents end to end, cut every ``length`` tokens (GPT
   pretraining); a document may continue in the next sequence, where its
@@ -28,7 +31,6 @@ the tokens are never part of a state.
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Sequence
 from typing import Any, cast
 
@@ -36,7 +38,7 @@ import numpy as np
 
 from dataset_kit._checks import non_negative_int, positive_int
 from dataset_kit.dataset import DatasetMixin, fetch_examples
-from dataset_kit.datasets._states import check_state
+from dataset_kit.datasets._states import check_state, checksum
 from dataset_kit.datasets.mixture import Mixture
 
 METHODS = ("concat", "first_fit")
@@ -120,14 +122,14 @@ class PackedDataset(DatasetMixin):
         if not isinstance(self.dataset, Mixture):
             raise TypeError(f"a packing state continues a mixture: dataset must be "
                             f"mix(..., state=state['mixture']), got {type(self.dataset).__name__}")
-        if _checksum(self.dataset.start) != state.get("consumed"):
+        if checksum(self.dataset.start) != state.get("consumed"):
             raise ValueError(f"dataset is not the mixture continued from state['mixture']: its "
                              f"sources start at {list(self.dataset.start)} (checksum "
-                             f"{_checksum(self.dataset.start)}), the state's at checksum "
+                             f"{checksum(self.dataset.start)}), the state's at checksum "
                              f"{state.get('consumed')!r}; build it with "
                              f"mix(..., state=state['mixture'])")
         keys = state.get("keys")
-        if self.keys is None and keys is not None:
+        if self.keys is None and keys:
             self.keys = tuple(keys)
         sources = len(self.dataset.datasets)
         try:
@@ -317,7 +319,7 @@ class PackedDataset(DatasetMixin):
         state: dict = {"kind": _STATE_KIND, "version": _STATE_VERSION, "length": self.length,
                        "method": self.method, "keys": list(self.keys or ()),
                        "mixture": self.dataset.state_at(next_doc),
-                       "consumed": _checksum(consumed), "pending": pending}
+                       "consumed": checksum(consumed), "pending": pending}
         if tail is not None:
             state["tail"] = tail
         return state
@@ -531,11 +533,6 @@ def _piece(value: Any, sources: int, size: int) -> tuple[int, ...]:
     if numbers[0] >= sources:
         raise ValueError(f"source {numbers[0]} of {value!r} is not one of the {sources} sources")
     return numbers
-
-
-def _checksum(counts: Sequence[int]) -> str:
-    """A short checksum of per-source counts: a state checks the mixture it continues."""
-    return f"{zlib.crc32(np.asarray(counts, dtype='<i8').tobytes()):08x}"
 
 
 def pack(dataset: Any, length: int, *, method: str = "concat", keys: Sequence[str] | None = None,
