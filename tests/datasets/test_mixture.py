@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dataset_kit.batch import ExampleBatch
 from dataset_kit.datasets import Mixture, mix
 from dataset_kit.datasets.mixture import exact_weights, source_counts, tijdeman_schedule
 from dataset_kit.iterators import SerialIterator
@@ -150,12 +151,35 @@ def test_a_zero_weight_leaves_its_source_out():
     assert {e[0] for e in m[:]} == {0, 2}
 
 
-def test_the_state_is_a_few_integers_and_json_ready():
+def test_the_state_is_a_few_integers_whatever_the_number_of_sources():
     import json
-    m = mix(sources(*([10] * 16)), [1] * 16, seed=0, stop="never")
-    state = m.state_at(10**9)
-    assert sum(state["consumed"]) == 10**9
-    assert len(json.dumps(state)) < 400
+    for count in (3, 16, 1000):
+        m = mix(sources(*([10] * count)), [1] * count, seed=0, stop="never")
+        state = m.state_at(10**9)
+        assert sum(m.consumed_at(10**9)) == 10**9
+        assert len(json.dumps(state)) < 160, state
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, 7), min_size=1, max_size=5).filter(any), st.integers(0, 300))
+def test_consumed_at_counts_the_draws_of_each_source(weights, k):
+    m = mix(sources(*([4] * len(weights))), weights, seed=0, stop="never")
+    drawn = [e[0] for e in m[np.arange(k)]] if k else []
+    assert m.consumed_at(k) == [drawn.count(s) for s in range(len(weights))]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 80), st.integers(0, 80), st.lists(st.integers(0, 5), min_size=3,
+                                                          max_size=3).filter(any))
+def test_a_state_of_a_reweighted_mixture_continues_every_source_again(k1, k2, third):
+    data = sources(20, 35, 50)
+    first = mix(data, [1, 2, 3], seed=9, stop="never")
+    second = mix(data, [3, 1, 1], seed=9, stop="never", state=first.state_at(k1))
+    state = second.state_at(k2)
+    assert "start" in state or k1 == 0
+    again = mix(data, third, seed=9, stop="never", state=state)
+    assert list(again.start) == [a + b for a, b in zip(first.consumed_at(k1),
+                                                       source_counts(second, k2))]
 
 
 def test_an_iterator_over_a_mixture_resumes_exactly_for_any_worker_count():
@@ -204,7 +228,7 @@ def test_bad_sources_and_stops_are_refused():
 
 @pytest.mark.parametrize("change, words", [
     (lambda d: d[:2], "state is of a mixture of 3 sources, this one has 2"),
-    (lambda d: [d[0], d[1][:5], d[2]], "state's source 1 had 6 examples, datasets[1] has 5"),
+    (lambda d: [d[0], d[1][:5], d[2]], "state's sources have other lengths: their checksum is"),
 ])
 def test_a_state_of_other_sources_is_refused_naming_what_differs(change, words):
     data = sources(4, 6, 8)
@@ -221,9 +245,103 @@ def test_a_state_with_another_seed_or_kind_is_refused():
         mix(data, [1, 1], seed=1, state=state)
     with pytest.raises(ValueError, match="must be a mixture state"):
         mix(data, [1, 1], seed=0, state={"kind": "engine"})
+    with pytest.raises(ValueError, match=r"state's version is 7"):
+        mix(data, [1, 1], seed=0, state={**state, "version": 7})
+    with pytest.raises(ValueError, match=r"state\['k'\] must be a non-negative integer"):
+        mix(data, [1, 1], seed=0, state={**state, "k": -1})
+    with pytest.raises(ValueError, match=r"state's shares must be one integer per source"):
+        mix(data, [1, 1], seed=0, state={**state, "shares": [1, 2, 3]})
     with pytest.raises(ValueError, match="k must be at most the mixture's length"):
         mix(data, [1, 1], seed=0).state_at(1000)
 
 
 def test_mixture_is_the_class_mix_returns():
     assert isinstance(mix(sources(2), [1], seed=0), Mixture)
+
+
+def test_states_in_the_first_format_still_load_and_continue_as_they_did():
+    import json
+    from pathlib import Path
+    saved = json.loads((Path(__file__).parent / "data" / "mixture_states_v1.json").read_text())
+    data = sources(20, 35, 50)
+    for case in saved["cases"]:
+        stop = case.get("stop", "never")
+        m = mix(data, case["weights"], seed=9, stop=stop, state=case["state"])
+        if "length" in case:
+            assert len(m) == case["length"]
+            assert [list(e) for e in m[:]] == case["next"]
+        else:
+            assert [list(e) for e in m[np.arange(40)]] == case["next"]
+    # A first-format state still names the source whose length differs.
+    with pytest.raises(ValueError, match=r"state's source 1 had 35 examples, datasets\[1\] has 34"):
+        mix([data[0], data[1][:34], data[2]], [1, 1, 1], seed=9, state=saved["cases"][0]["state"])
+
+
+def array_sources(lengths: list[int], shape: tuple = (3,)) -> list[np.ndarray]:
+    """Array sources whose rows say where they come from: ``[source, index, ...]``."""
+    out = []
+    for s, n in enumerate(lengths):
+        rows = np.zeros((n, *shape), dtype=np.int32)
+        rows.reshape(n, -1)[:, 0] = s
+        rows.reshape(n, -1)[:, 1] = np.arange(n)
+        out.append(rows)
+    return out
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, 6), min_size=1, max_size=5).filter(any),
+       st.integers(0, 20_000), st.integers(1, 700), st.sampled_from([(3,), (2, 2), ()]),
+       st.booleans(), st.sampled_from([1, 2, 3, 50]))
+def test_a_run_of_indices_over_arrays_gives_the_examples_one_by_one(weights, first, count,
+                                                                   shape, shuffle, stride):
+    if shape == ():
+        data = [np.arange(n, dtype=np.int64) + 1000 * s
+                for s, n in enumerate([37, 5, 300, 64, 9][:len(weights)])]
+    else:
+        data = array_sources([37, 5, 300, 64, 9][:len(weights)], shape)
+    m = mix(data, weights, seed=5, stop="never", shuffle=shuffle)
+    # A run (stride 1), a rank's share of one (stride > 1), and the same backwards.
+    run = np.arange(first, first + count * stride, stride, dtype=np.int64)
+    batch = m[run]
+    one_by_one = np.stack([m[int(k)] for k in run])
+    assert isinstance(batch, ExampleBatch)
+    assert np.array_equal(np.asarray(batch), one_by_one)
+    back = m[run[::-1].copy()]
+    assert isinstance(back, ExampleBatch)
+    assert np.array_equal(np.asarray(back), one_by_one[::-1])
+
+
+def test_a_run_over_arrays_crossing_a_block_gives_the_same_examples():
+    data = array_sources([1000, 700, 50])
+    m = mix(data, [5, 3, 1], seed=1, stop="never")
+    for first in (8192 - 100, 3 * 8192 - 1, 0):
+        run = np.arange(first, first + 300, dtype=np.int64)
+        assert np.array_equal(np.asarray(m[run]), np.stack([m[int(k)] for k in run]))
+
+
+def test_arrays_of_other_dtypes_or_layouts_are_mixed_example_by_example():
+    a = np.arange(40, dtype=np.int32).reshape(20, 2)
+    b = np.arange(40, dtype=np.float64).reshape(20, 2)[:, ::-1]  # another dtype, a view
+    m = mix([a, b], [1, 1], seed=0, stop="first_exhausted")
+    batch = m[np.arange(10)]
+    for k, example in enumerate(batch):
+        assert np.array_equal(example, m[k])
+    c = np.asfortranarray(np.arange(40, dtype=np.int32).reshape(20, 2))
+    m = mix([a, c], [1, 2], seed=0, stop="first_exhausted")
+    assert np.array_equal(np.asarray(m[np.arange(12)]), np.stack([m[k] for k in range(12)]))
+
+
+def test_an_iterator_over_a_mixture_of_arrays_gives_the_same_batches_for_any_worker_count():
+    from dataset_kit.iterators import MultiprocessIterator
+    data = array_sources([300, 120, 80], (4,))
+    m = mix(data, [3, 2, 1], seed=2, stop="all_exhausted")
+    serial = SerialIterator(m, 32, repeat=False, shuffle=False)
+    expected = [np.asarray(b) for b in serial]
+    other = MultiprocessIterator(m, 32, repeat=False, shuffle=False, n_processes=2)
+    try:
+        got = [np.asarray(b) for b in other]
+    finally:
+        other.finalize()
+    assert len(got) == len(expected)
+    assert all(np.array_equal(g, e) for g, e in zip(got, expected))
+    assert sum(len(b) for b in expected) == len(m)

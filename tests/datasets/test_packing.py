@@ -194,3 +194,83 @@ def test_given_lengths_make_the_same_plan_without_reading_and_are_checked(method
         pack(docs, 8, lengths=[5, -1, 17, 3, 9, 30, 2])
     with pytest.raises(ValueError, match="example 5 has 30 tokens, more than length=8"):
         pack(docs, 8, lengths=lengths, too_long="error")
+
+
+def tagged_sources(lengths: list[list[int]]) -> list[list[dict]]:
+    """Sources of documents whose tokens say (source, example, position), all distinct."""
+    return [[{"tokens": (10**6 * (s + 1) + 1000 * e + np.arange(n)).astype(np.int64)}
+             for e, n in enumerate(source)] for s, source in enumerate(lengths)]
+
+
+def tokens_of(sequences: list[dict]) -> list[int]:
+    return [int(t) for seq in sequences
+            for t in seq["tokens"][seq["tokens_segment_ids"] > 0]]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 30), min_size=1, max_size=12), min_size=2, max_size=3),
+       st.sampled_from(["concat", "first_fit"]), st.integers(4, 12), st.integers(1, 4),
+       st.lists(st.integers(0, 4), min_size=3, max_size=3), st.data())
+def test_reweighting_under_packing_at_any_sequence_emits_every_drawn_token_once(
+        lengths, method, length, bins, new, data):
+    sources = tagged_sources(lengths)
+    count = len(sources)
+    new_weights = new[:count] if any(new[:count]) else [1] * count
+    old_mixture = mix(sources, [2, 1, 1][:count], seed=3, stop="all_exhausted")
+    old = pack(old_mixture, length, method=method, num_bins=bins)
+    j = data.draw(st.integers(0, len(old)), label="j")
+    state = json.loads(json.dumps(old.state_at(j)))
+    mixture = mix(sources, new_weights, seed=3, stop="all_exhausted", state=state["mixture"])
+    resumed = pack(mixture, length, method=method, num_bins=bins, state=state)
+    # And once more from the continued packing, back to equal weights.
+    j2 = data.draw(st.integers(0, len(resumed)), label="j2")
+    state = json.loads(json.dumps(resumed.state_at(j2)))
+    mixture = mix(sources, [1] * count, seed=3, stop="all_exhausted", state=state["mixture"])
+    again = pack(mixture, length, method=method, num_bins=bins, state=state)
+    emitted = tokens_of(old[:j]) + tokens_of(resumed[:j2]) + tokens_of(again[:])
+    # Every token of every document the sources gave, once: each mixture's
+    # draws up to its checkpoint, then the next one's.
+    drawn = mixture.consumed_at(len(mixture))
+    expected = []
+    for s in range(count):
+        alone = mix(sources, [int(i == s) for i in range(count)], seed=3, stop="never")
+        for example in alone[np.arange(drawn[s])] if drawn[s] else []:
+            expected += example["tokens"].tolist()
+    assert sorted(emitted) == sorted(expected)
+    assert all(len(seq["tokens"]) == length for seq in resumed[:])
+
+
+def test_reweighting_under_packing_keeps_the_open_round_and_the_cut_document():
+    sources = tagged_sources([[7, 3, 9, 5, 2, 8], [4, 6, 1, 7]])
+    old = pack(mix(sources, [1, 1], seed=0, stop="all_exhausted"), 8, method="concat")
+    state = old.state_at(2)
+    assert state["tail"][2] > 0 and state["pending"] == []
+    first_fit = pack(mix(sources, [1, 1], seed=0, stop="all_exhausted"), 10,
+                     method="first_fit", num_bins=3)
+    state = first_fit.state_at(1)
+    # The rest of the first round goes out as it was packed.
+    resumed = pack(mix(sources, [1, 4], seed=0, stop="all_exhausted", state=state["mixture"]),
+                   10, method="first_fit", num_bins=3, state=state)
+    for k, pieces in enumerate(state["pending"]):
+        assert tokens_of([resumed[k]]) == tokens_of([first_fit[1 + k]])
+        assert len(pieces) >= 1
+
+
+def test_a_packing_state_is_refused_for_another_packing_or_mixture():
+    sources = tagged_sources([[5, 5, 5], [5, 5]])
+    packed = pack(mix(sources, [1, 1], seed=0, stop="all_exhausted"), 8)
+    state = packed.state_at(2)
+    fresh = mix(sources, [1, 1], seed=0, stop="all_exhausted")
+    with pytest.raises(ValueError, match="dataset is not the mixture continued from"):
+        pack(fresh, 8, state=state)
+    continued = mix(sources, [1, 2], seed=0, stop="all_exhausted", state=state["mixture"])
+    with pytest.raises(ValueError, match="state's length is 8, this packing's 9"):
+        pack(continued, 9, state=state)
+    with pytest.raises(ValueError, match="must be a packing state"):
+        pack(continued, 8, state={"kind": "mixture"})
+    with pytest.raises(TypeError, match="a packing state continues a mixture"):
+        pack(sources[0], 8, state=state)
+    with pytest.raises(TypeError, match="state_at continues a mixture"):
+        pack(sources[0], 8).state_at(1)
+    with pytest.raises(ValueError, match="j must be at most"):
+        packed.state_at(10**6)
