@@ -1,4 +1,10 @@
-"""A batch that keeps its columns stacked while behaving as a list of examples."""
+"""A batch that keeps its columns stacked while behaving as a list of examples.
+
+A column is a numpy array with the examples along axis 0, or a
+:class:`RaggedColumn`: rows of different lengths (token ids) kept as one
+values array and its offsets, so a batch of them is two arrays however many
+rows it has.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,182 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+
+
+class RaggedColumn(Sequence):
+    """Rows of different lengths as one values array and offsets: row ``i`` is
+    ``values[offsets[i]:offsets[i + 1]]`` (a view, never a copy).
+
+    A batch of token-id lists kept this way is two arrays, whatever its number
+    of rows: it is gathered with a few vectorised numpy calls, padded into one
+    array by :func:`~dataset_kit.concat_examples` without a loop over rows,
+    and crosses a process boundary (shared memory or a pickle) as two arrays.
+
+    Args:
+        values: the rows' values, concatenated along axis 0.
+        offsets: ``len(rows) + 1`` non-decreasing integers within
+            ``[0, len(values)]``.
+
+    Raises:
+        TypeError: if ``values`` or ``offsets`` is not a numpy array, or
+            ``offsets`` is not a 1-D integer array.
+        ValueError: if ``offsets`` is empty, decreases or leaves ``values``.
+    """
+
+    __slots__ = ("values", "offsets")
+
+    def __init__(self, values: np.ndarray, offsets: np.ndarray) -> None:
+        if not isinstance(values, np.ndarray) or values.ndim < 1:
+            raise TypeError(f"values must be a numpy array with ndim >= 1, got "
+                            f"{type(values).__name__}")
+        if not isinstance(offsets, np.ndarray) or offsets.ndim != 1 \
+                or offsets.dtype.kind not in "iu":
+            raise TypeError(f"offsets must be a 1-D numpy array of integers, got "
+                            f"{getattr(offsets, 'dtype', type(offsets).__name__)} "
+                            f"of shape {getattr(offsets, 'shape', None)}")
+        if len(offsets) == 0:
+            raise ValueError("offsets must hold len(rows) + 1 integers, got an empty array")
+        if offsets[0] < 0 or offsets[-1] > len(values) or np.any(np.diff(offsets) < 0):
+            raise ValueError(f"offsets must be non-decreasing within [0, {len(values)}] "
+                             f"(the length of values), got {offsets[:8]}...")
+        self.values = values
+        self.offsets = offsets.astype(np.int64, copy=False)
+
+    @classmethod
+    def from_checked(cls, values: np.ndarray, offsets: np.ndarray) -> RaggedColumn:
+        """Build a column from arrays the caller has already checked (hot path)."""
+        column = cls.__new__(cls)
+        column.values, column.offsets = values, offsets
+        return column
+
+    @classmethod
+    def from_rows(cls, rows: Sequence[np.ndarray]) -> RaggedColumn:
+        """The rows (arrays of one dtype, equal shapes after axis 0) as one column.
+
+        Raises:
+            ValueError: if ``rows`` is empty.
+        """
+        if len(rows) == 0:
+            raise ValueError("from_rows needs at least one row to know the dtype, got none")
+        lengths = np.fromiter((len(r) for r in rows), np.int64, len(rows))
+        return cls.from_checked(np.concatenate(rows),
+                                np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64))
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The values' dtype."""
+        return self.values.dtype
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """Each row's length."""
+        return np.diff(self.offsets)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the values and offsets."""
+        return int(self.values.nbytes + self.offsets.nbytes)
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, (int, np.integer)):
+            n = len(self)
+            if not -n <= index < n:
+                raise IndexError(f"row {index} out of range for a column of {n} rows")
+            index = int(index) % n if n else 0
+            return self.values[self.offsets[index]:self.offsets[index + 1]]
+        if isinstance(index, slice):
+            return self.take(np.arange(len(self))[index])
+        return self.take(np.asarray(index))
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        values, bounds = self.values, self.offsets.tolist()
+        return (values[a:b] for a, b in zip(bounds[:-1], bounds[1:]))
+
+    def take(self, rows: np.ndarray) -> RaggedColumn:
+        """The rows at ``rows`` (integers, in that order) as a new contiguous column."""
+        rows = np.asarray(rows, dtype=np.int64)
+        starts, ends = self.offsets[rows], self.offsets[rows + 1]
+        offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(ends - starts, out=offsets[1:])
+        if _long_rows(offsets):
+            # One memcpy per row: several times faster than a fancy index
+            # over every value (0.1 ms against 0.9 for 256 rows of ~256).
+            values = np.concatenate([self.values[a:b] for a, b in
+                                     zip(starts.tolist(), ends.tolist())]) \
+                if len(rows) else self.values[:0]
+        else:
+            values = self.values[_value_index(starts, offsets)]
+        return RaggedColumn.from_checked(values, offsets)
+
+    @staticmethod
+    def concatenate(columns: Sequence[RaggedColumn]) -> RaggedColumn:
+        """The rows of ``columns``, one after the other, as one contiguous column.
+
+        Raises:
+            ValueError: if ``columns`` is empty.
+        """
+        if not columns:
+            raise ValueError("concatenate needs at least one column, got none")
+        parts = [c if c.offsets[0] == 0 and c.offsets[-1] == len(c.values)
+                 else c.take(np.arange(len(c))) for c in columns]
+        shifts = np.cumsum([0] + [len(c.values) for c in parts[:-1]])
+        offsets = np.concatenate([parts[0].offsets[:1]] + [
+            c.offsets[1:] + shift for c, shift in zip(parts, shifts)])
+        return RaggedColumn.from_checked(np.concatenate([c.values for c in parts]), offsets)
+
+    def padded(self, padding: Any) -> np.ndarray:
+        """The rows as one array of shape ``(rows, longest, ...)`` of the values' dtype,
+        each row filled up with ``padding``."""
+        lengths = self.lengths
+        longest = int(lengths.max()) if len(lengths) else 0
+        out = np.full((len(self), longest) + self.values.shape[1:], padding,
+                      dtype=self.values.dtype)
+        if not longest:
+            return out
+        if _long_rows(self.offsets):
+            for k, row in enumerate(self):  # a copy per row (see take)
+                out[k, :len(row)] = row
+        else:
+            # Value j of the rows goes to (its row, j - its row's start).
+            rows = np.repeat(np.arange(len(self)), lengths)
+            within = _value_index(np.zeros(len(self), np.int64), self.offsets - self.offsets[0])
+            out[rows, within] = self.values[self.offsets[0]:self.offsets[-1]]
+        return out
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RaggedColumn):
+            return NotImplemented
+        return len(self) == len(other) and bool(np.array_equal(self.lengths, other.lengths)) \
+            and all(np.array_equal(a, b) for a, b in zip(self, other))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __reduce__(self) -> tuple:
+        return (RaggedColumn.from_checked, (self.values, self.offsets))
+
+    def __repr__(self) -> str:
+        return f"RaggedColumn(rows={len(self)}, values={self.values.dtype}{self.values.shape})"
+
+
+# Rows at least this long on average are copied one slice each; shorter ones
+# through one index array over every value (a Python call per row costs more).
+_LONG_ROW = 16
+
+
+def _long_rows(offsets: np.ndarray) -> bool:
+    rows = len(offsets) - 1
+    return rows > 0 and int(offsets[-1] - offsets[0]) >= _LONG_ROW * rows
+
+
+def _value_index(starts: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """The source index of every value when row k (starting at ``starts[k]``) moves to
+    ``offsets[k]:offsets[k + 1]``."""
+    lengths = np.diff(offsets)
+    return np.arange(offsets[0], offsets[-1], dtype=np.int64) + np.repeat(
+        starts - offsets[:-1], lengths)
 
 
 class ExampleBatch(Sequence):
@@ -17,9 +199,13 @@ class ExampleBatch(Sequence):
     into the columns); :func:`~dataset_kit.concat_examples` uses the columns
     directly instead of restacking one example at a time.
 
+    A column may be a :class:`RaggedColumn` (rows of different lengths): the
+    examples then hold views of its rows, and :func:`~dataset_kit.concat_examples`
+    pads it when given ``padding`` (see :attr:`ragged`).
+
     Args:
-        columns: an array, a tuple of arrays or a dict of arrays, all of the
-            same length along axis 0.
+        columns: an array or :class:`RaggedColumn`, or a tuple or dict of
+            them, all of the same length along axis 0.
 
     Raises:
         TypeError: if ``columns`` is not an array, tuple or dict of arrays.
@@ -28,8 +214,8 @@ class ExampleBatch(Sequence):
 
     __slots__ = ("_columns", "_examples", "_length")
 
-    def __init__(self, columns: np.ndarray | tuple | Mapping[str, np.ndarray]) -> None:
-        if isinstance(columns, np.ndarray):
+    def __init__(self, columns: np.ndarray | RaggedColumn | tuple | Mapping[str, Any]) -> None:
+        if isinstance(columns, (np.ndarray, RaggedColumn)):
             arrays = [columns]
         elif isinstance(columns, tuple):
             arrays = list(columns)
@@ -41,8 +227,10 @@ class ExampleBatch(Sequence):
                 f"ExampleBatch columns must be an ndarray, a tuple or a dict of ndarrays, "
                 f"got {type(columns).__name__}"
             )
-        if not arrays or not all(isinstance(a, np.ndarray) and a.ndim >= 1 for a in arrays):
-            raise TypeError("ExampleBatch columns must be one or more arrays with ndim >= 1")
+        if not arrays or not all(isinstance(a, RaggedColumn) or (
+                isinstance(a, np.ndarray) and a.ndim >= 1) for a in arrays):
+            raise TypeError("ExampleBatch columns must be one or more arrays with ndim >= 1 "
+                            "or RaggedColumns")
         lengths = {len(a) for a in arrays}
         if len(lengths) != 1:
             raise ValueError(f"ExampleBatch columns differ in length: {sorted(lengths)}")
@@ -60,14 +248,25 @@ class ExampleBatch(Sequence):
         return batch
 
     @property
-    def columns(self) -> np.ndarray | tuple | dict:
+    def columns(self) -> np.ndarray | RaggedColumn | tuple | dict:
         """The stacked columns, in the structure of one example."""
         return self._columns
+
+    @property
+    def ragged(self) -> bool:
+        """Whether a column is a :class:`RaggedColumn` (not every column is one array)."""
+        columns = self._columns
+        if isinstance(columns, RaggedColumn):
+            return True
+        if isinstance(columns, np.ndarray):
+            return False
+        values = columns if isinstance(columns, tuple) else columns.values()
+        return any(isinstance(c, RaggedColumn) for c in values)
 
     def _materialize(self) -> list:
         if self._examples is None:
             columns = self._columns
-            if isinstance(columns, np.ndarray):
+            if isinstance(columns, (np.ndarray, RaggedColumn)):
                 self._examples = list(columns)
             elif isinstance(columns, tuple):
                 self._examples = list(zip(*columns))
@@ -104,6 +303,8 @@ class ExampleBatch(Sequence):
 def _describe(columns: Any) -> str:
     if isinstance(columns, np.ndarray):
         return f"array{columns.shape}"
+    if isinstance(columns, RaggedColumn):
+        return f"ragged[{len(columns)}]"
     if isinstance(columns, tuple):
         return "(" + ", ".join(_describe(c) for c in columns) + ")"
     return "{" + ", ".join(f"{k!r}: {_describe(v)}" for k, v in columns.items()) + "}"

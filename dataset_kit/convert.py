@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from dataset_kit import _gather
-from dataset_kit.batch import ExampleBatch
+from dataset_kit.batch import ExampleBatch, RaggedColumn
 
 
 def to_device(device: Any, x: Any, pin_memory: bool = False) -> Any:
@@ -128,7 +128,10 @@ def concat_examples(batch: Sequence[Any], device: Any = None, padding: Any = Non
             elif isinstance(columns, dict):
                 _padding_per_key(padding, list(columns))
         # Columns are stacked already, so every example has the same shape:
-        # padding to the per-axis maximum changes nothing.
+        # padding to the per-axis maximum changes nothing. Ragged columns
+        # are padded (or refused) in one vectorised step each.
+        if batch.ragged:
+            columns = _unragged(columns, padding)
         return columns if device is None else to_device(device, columns)
     if len(batch) == 0:
         raise ValueError("concat_examples got an empty batch; it needs at least one example")
@@ -154,6 +157,36 @@ def concat_examples(batch: Sequence[Any], device: Any = None, padding: Any = Non
             f"padding must be a scalar or None for examples that are arrays, got {padding!r}"
         )
     return to_device(device, _concat_arrays(list(batch), padding, ""))
+
+
+def _unragged(columns: Any, padding: Any) -> Any:
+    """``columns`` with each :class:`~dataset_kit.batch.RaggedColumn` made one array."""
+    if isinstance(columns, RaggedColumn):
+        if isinstance(padding, (tuple, Mapping)):
+            raise ValueError(f"padding must be a scalar or None for examples that are arrays, "
+                             f"got {padding!r}")
+        return _ragged_array(columns, padding, "")
+    if isinstance(columns, tuple):
+        pads = _padding_per_element(padding, len(columns))
+        return tuple(_ragged_array(c, pads[k], f"element {k} of ")
+                     if isinstance(c, RaggedColumn) else c for k, c in enumerate(columns))
+    key_pads = _padding_per_key(padding, list(columns))
+    return {key: _ragged_array(c, key_pads[key], f"key {key!r} of ")
+            if isinstance(c, RaggedColumn) else c for key, c in columns.items()}
+
+
+def _ragged_array(column: RaggedColumn, padding: Any, where: str) -> np.ndarray:
+    if padding is not None:
+        return column.padded(padding)
+    lengths = column.lengths
+    unequal = np.flatnonzero(lengths != lengths[0])
+    if len(unequal):
+        k = int(unequal[0])
+        raise ValueError(
+            f"concat_examples: {where}example {k} has shape "
+            f"{(int(lengths[k]),) + column.values.shape[1:]} but {where}example 0 has shape "
+            f"{(int(lengths[0]),) + column.values.shape[1:]}; pass padding= to pad ragged shapes")
+    return column.padded(0)  # rows of one length: padding adds nothing
 
 
 def _check_structure(batch: Sequence[Any], kind: type[tuple] | type[Mapping] | None,

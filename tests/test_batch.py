@@ -2,8 +2,11 @@ import pickle
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dataset_kit import ExampleBatch
+from dataset_kit.batch import RaggedColumn
 
 
 def test_tuple_columns_behave_as_list_of_tuples():
@@ -45,3 +48,72 @@ def test_columns_of_different_lengths_are_rejected():
 def test_non_array_columns_are_rejected(columns):
     with pytest.raises(TypeError, match="ExampleBatch columns"):
         ExampleBatch(columns)
+
+
+# -- RaggedColumn -----------------------------------------------------------------
+
+_rows = st.lists(st.lists(st.integers(-50, 50), max_size=40), min_size=1, max_size=30)
+
+
+def _column(rows: list[list[int]], lead: int = 0) -> RaggedColumn:
+    """``rows`` as a column whose values start ``lead`` values into a larger array."""
+    lengths = [len(r) for r in rows]
+    values = np.array([7] * lead + [v for r in rows for v in r], dtype=np.int32)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64) + lead
+    return RaggedColumn(values, offsets)
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=_rows, lead=st.integers(0, 3), data=st.data())
+def test_ragged_take_and_padded_give_the_rows_asked_for(rows, lead, data):
+    column = _column(rows, lead)
+    assert [r.tolist() for r in column] == rows
+    picks = data.draw(st.lists(st.integers(0, len(rows) - 1), max_size=50))
+    taken = column.take(np.array(picks, dtype=np.int64))
+    assert [r.tolist() for r in taken] == [rows[i] for i in picks]
+    assert taken.offsets[0] == 0 and taken.offsets[-1] == len(taken.values)
+    if picks:
+        padded = taken.padded(-1)
+        longest = max(len(rows[i]) for i in picks)
+        assert padded.shape == (len(picks), longest) and padded.dtype == np.int32
+        for out, i in zip(padded.tolist(), picks):
+            assert out == rows[i] + [-1] * (longest - len(rows[i]))
+
+
+@settings(max_examples=30, deadline=None)
+@given(parts=st.lists(_rows, min_size=1, max_size=4))
+def test_ragged_concatenate_keeps_every_row_in_order(parts):
+    joined = RaggedColumn.concatenate([_column(rows, lead=1) for rows in parts])
+    assert [r.tolist() for r in joined] == [r for rows in parts for r in rows]
+
+
+def test_a_ragged_row_is_a_view_and_out_of_range_rows_are_refused():
+    column = _column([[1, 2], [], [3]])
+    assert np.shares_memory(column[0], column.values) and column[-1].tolist() == [3]
+    assert [r.tolist() for r in column[::2]] == [[1, 2], [3]]
+    with pytest.raises(IndexError, match="row 3"):
+        column[3]
+
+
+@pytest.mark.parametrize("values, offsets, error, match", [
+    ([1, 2], np.array([0, 2]), TypeError, "values"),
+    (np.arange(3), [0, 3], TypeError, "offsets"),
+    (np.arange(3), np.array([0.0, 3.0]), TypeError, "offsets"),
+    (np.arange(3), np.array([], dtype=np.int64), ValueError, "empty"),
+    (np.arange(3), np.array([0, 2, 1]), ValueError, "non-decreasing"),
+    (np.arange(3), np.array([0, 4]), ValueError, "non-decreasing"),
+])
+def test_ragged_columns_refuse_bad_arrays(values, offsets, error, match):
+    with pytest.raises(error, match=match):
+        RaggedColumn(values, offsets)
+
+
+def test_a_batch_with_a_ragged_column_behaves_as_dicts_and_pickles_whole():
+    batch = ExampleBatch({"id": np.arange(3), "tokens": _column([[1, 2], [], [3]], lead=2)})
+    assert batch.ragged and not ExampleBatch({"id": np.arange(3)}).ragged
+    assert [r["tokens"].tolist() for r in batch] == [[1, 2], [], [3]]
+    assert [int(r["id"]) for r in batch] == [0, 1, 2]
+    back = pickle.loads(pickle.dumps(batch))
+    assert back.columns["tokens"] == batch.columns["tokens"]
+    with pytest.raises(ValueError, match="differ in length"):
+        ExampleBatch((np.arange(2), _column([[1], [2], [3]])))

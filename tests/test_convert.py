@@ -5,6 +5,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from dataset_kit import ExampleBatch, concat_examples, to_device
+from dataset_kit.batch import RaggedColumn
 
 
 def test_arrays_stack_along_a_new_axis_keeping_dtype():
@@ -139,3 +140,29 @@ def test_a_pytorch_device_needs_pytorch_and_must_exist():
     shared = to_device(torch.device("cpu"), x)
     shared[0, 0] = 42.0  # from_numpy: no copy on the host
     assert x[0, 0] == 42.0
+
+
+@given(rows=st.lists(st.lists(st.integers(0, 9), max_size=6), min_size=1, max_size=8),
+       pad=st.integers(-3, 3))
+def test_a_ragged_column_pads_as_the_same_rows_in_a_list_do(rows, pad):
+    tokens = [np.array(r, dtype=np.int32) for r in rows]
+    column = RaggedColumn.from_rows(tokens)
+    ids = np.arange(len(rows))
+    columnar = concat_examples(ExampleBatch({"id": ids, "tokens": column}), padding=pad)
+    listed = concat_examples([{"id": i, "tokens": t} for i, t in zip(ids, tokens)], padding=pad)
+    assert set(columnar) == {"id", "tokens"}
+    np.testing.assert_array_equal(columnar["tokens"], listed["tokens"])
+    assert columnar["tokens"].dtype == np.int32
+    per_key = concat_examples(ExampleBatch((ids, column)), padding=(0, pad))
+    np.testing.assert_array_equal(per_key[1], listed["tokens"])
+
+
+def test_a_ragged_column_without_padding_stacks_only_rows_of_one_length():
+    even = RaggedColumn.from_rows([np.arange(3), np.arange(3, 6)])
+    np.testing.assert_array_equal(concat_examples(ExampleBatch(even)),
+                                  np.arange(6).reshape(2, 3))
+    uneven = RaggedColumn.from_rows([np.arange(3), np.arange(2)])
+    with pytest.raises(ValueError, match=r"key 'tokens' of example 1 has shape \(2,\)"):
+        concat_examples(ExampleBatch({"tokens": uneven}))
+    with pytest.raises(ValueError, match="padding must be a scalar"):
+        concat_examples(ExampleBatch(uneven), padding=(0,))

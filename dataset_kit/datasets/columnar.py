@@ -4,7 +4,10 @@ The global row ``i`` is found by one binary search over the row groups'
 first rows (``row_group_starts``, from the files' footers); a batch reads
 each row group it needs once, converts its columns to numpy (see
 ``formats/_arrow``) and keeps them in a least-recently-used cache bounded in
-bytes, so a shuffled batch never decodes a row group once per row.
+bytes, so a shuffled batch never decodes a row group once per row. A list
+column is kept as its values and offsets (a RaggedColumn), so a batch takes
+its rows with a few vectorised numpy calls: no Arrow call and no Python
+object per row.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from dataset_kit.batch import ExampleBatch
+from dataset_kit.batch import ExampleBatch, RaggedColumn
 from dataset_kit.dataset import DatasetMixin
 from dataset_kit.formats import _arrow
 
@@ -31,8 +34,9 @@ class ColumnarDataset(DatasetMixin):
     ``ds[i]`` is a dict ``{column: value}``. A batch
     (``ds[index_array]``, the iterators' hook) is an
     :class:`~dataset_kit.ExampleBatch` of columns when every column is of fixed
-    width (numbers, fixed-size lists), else a list of dicts (so that
-    :func:`~dataset_kit.concat_examples` pads the ragged ones).
+    width (numbers, fixed-size lists) or a list of numbers without nulls (a
+    :class:`~dataset_kit.batch.RaggedColumn`, which
+    :func:`~dataset_kit.concat_examples` pads), else a list of dicts.
 
     Args:
         cache_bytes: bytes of decoded row groups kept in memory (at least the
@@ -47,7 +51,7 @@ class ColumnarDataset(DatasetMixin):
 
     def __init__(self, cache_bytes: int) -> None:
         self.cache_bytes = cache_bytes
-        self._cache: OrderedDict[int, tuple[dict[str, np.ndarray], int]] = OrderedDict()
+        self._cache: OrderedDict[int, tuple[dict[str, Any], int]] = OrderedDict()
         self._held = 0
         self._lock = threading.Lock()
 
@@ -57,8 +61,15 @@ class ColumnarDataset(DatasetMixin):
 
     @property
     def fixed_width(self) -> bool:
-        """Whether every column is of fixed width (batches are then columns)."""
+        """Whether every column is of fixed width."""
         return all(kind in (_arrow.FIXED, _arrow.FIXED_LIST) for _, kind, _ in self.columns)
+
+    @property
+    def columnar_batches(self) -> bool:
+        """Whether batches are :class:`~dataset_kit.ExampleBatch` columns (every column
+        is of fixed width or ragged numbers), rather than lists of dicts."""
+        return all(kind in (_arrow.FIXED, _arrow.FIXED_LIST, _arrow.RAGGED)
+                   for _, kind, _ in self.columns)
 
     def __len__(self) -> int:
         return int(self.row_group_starts[-1])
@@ -73,8 +84,9 @@ class ColumnarDataset(DatasetMixin):
         group = int(np.searchsorted(self.row_group_starts, index, side="right")) - 1
         return group, index - int(self.row_group_starts[group])
 
-    def group(self, group: int) -> dict[str, np.ndarray]:
-        """Row group ``group``'s columns as numpy arrays, from the cache or read now."""
+    def group(self, group: int) -> dict[str, Any]:
+        """Row group ``group``'s columns as numpy arrays (RaggedColumns for ragged
+        columns), from the cache or read now."""
         with self._lock:
             found = self._cache.get(group)
             if found is not None:
@@ -104,24 +116,32 @@ class ColumnarDataset(DatasetMixin):
 
     def get_batch(self, indices: np.ndarray) -> Sequence[Any]:
         """Return the rows at ``indices``, reading each row group they touch once."""
+        if not len(indices):
+            return []
         groups = np.searchsorted(self.row_group_starts, indices, side="right") - 1
         offsets = indices - self.row_group_starts[groups]
         unique = np.unique(groups)
+        out: dict[str, Any] = {}
         if len(unique) == 1:
             columns = self.group(int(unique[0]))
-            out = {name: columns[name][offsets] for name, _, _ in self.columns}
+            for name, _, _ in self.columns:
+                out[name] = _take(columns[name], offsets)
         else:
-            out = {}
-            for g in unique.tolist():
-                where = np.flatnonzero(groups == g)
-                columns = self.group(g)
-                for name, _, dtype in self.columns:
-                    column = columns[name]
-                    if name not in out:
-                        out[name] = np.empty((len(indices),) + column.shape[1:], dtype=dtype)
-                    out[name][where] = column[offsets[where]]
-        if self.fixed_width:
-            return ExampleBatch(out)
+            places = [np.flatnonzero(groups == g) for g in unique.tolist()]
+            parts = [self.group(g) for g in unique.tolist()]
+            for name, kind, dtype in self.columns:
+                if kind == _arrow.RAGGED:
+                    # Rows taken group by group, then put back in batch order.
+                    joined = RaggedColumn.concatenate(
+                        [part[name].take(offsets[where]) for part, where in zip(parts, places)])
+                    out[name] = joined.take(np.argsort(np.concatenate(places), kind="stable"))
+                    continue
+                column = parts[0][name]
+                out[name] = np.empty((len(indices),) + column.shape[1:], dtype=dtype)
+                for part, where in zip(parts, places):
+                    out[name][where] = part[name][offsets[where]]
+        if self.columnar_batches:
+            return ExampleBatch.from_checked(out, len(indices))
         names = list(out)
         return [dict(zip(names, row)) for row in zip(*out.values())]
 
@@ -136,3 +156,8 @@ class ColumnarDataset(DatasetMixin):
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self._lock = threading.Lock()
+
+
+def _take(column: Any, rows: np.ndarray) -> Any:
+    """Rows ``rows`` of a cached column (an array, or a RaggedColumn)."""
+    return column.take(rows) if isinstance(column, RaggedColumn) else column[rows]

@@ -33,7 +33,11 @@ class ParquetDataset(ColumnarDataset):
     1-D array), 1-D arrays for lists of numbers (token ids), ``str`` and
     ``bytes`` for string and binary columns, dicts for structs and lists for
     other lists; a null is NaN in a number column (an integer or boolean
-    column that may hold nulls is float64) and None elsewhere.
+    column that may hold nulls is float64) and None elsewhere. A batch is an
+    :class:`~dataset_kit.ExampleBatch` of columns, a list of numbers without
+    nulls being a :class:`~dataset_kit.batch.RaggedColumn`, unless a column
+    holds strings, binaries, structs or lists that may hold nulls (then a
+    list of dicts).
 
     Remote files are read in byte ranges (the footer, then a row group's
     column chunks), each retried and bounded by ``timeout``: no local copy.

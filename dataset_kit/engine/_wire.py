@@ -4,7 +4,10 @@ Workers copy a batch's arrays into a block (see :mod:`._shm`) and send only a
 small skeleton: the batch's structure with :class:`ArrayRef` placeholders
 where its arrays were. The main process rebuilds the batch as numpy views of
 the block. A list of uniform examples travels as stacked columns and arrives
-as an :class:`~dataset_kit.ExampleBatch`.
+as an :class:`~dataset_kit.ExampleBatch`. A
+:class:`~dataset_kit.batch.RaggedColumn` (rows of different lengths, such as
+token ids) travels as its two arrays, values and offsets, and arrives as a
+RaggedColumn of views: a batch of ragged rows is never pickled row by row.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from dataset_kit._gather import ALIGN
-from dataset_kit.batch import ExampleBatch
+from dataset_kit.batch import ExampleBatch, RaggedColumn
 
 # Below this many bytes an array is cheaper to pickle than to place.
 MIN_SHARED_BYTES = 1024
@@ -63,6 +66,8 @@ def split_arrays(obj: Any, arrays: list) -> Any:
         return ArrayRef(len(arrays) - 1, stored.shape, obj.dtype.str, axes)
     if isinstance(obj, ExampleBatch):
         return _SharedBatch(split_arrays(obj.columns, arrays))
+    if isinstance(obj, RaggedColumn):
+        return _SharedRagged(split_arrays(obj.values, arrays), split_arrays(obj.offsets, arrays))
     if type(obj) is tuple:
         return tuple(split_arrays(x, arrays) for x in obj)
     if type(obj) is list:
@@ -74,6 +79,13 @@ def split_arrays(obj: Any, arrays: list) -> Any:
 
 class _SharedBatch(NamedTuple):
     columns: Any
+
+
+class _SharedRagged(NamedTuple):
+    """A RaggedColumn in a skeleton: its values and offsets (each an ArrayRef or an array)."""
+
+    values: Any
+    offsets: Any
 
 
 def uniform_columns(batch: Any) -> tuple[Any, list[list]] | None:
@@ -191,6 +203,12 @@ def _map_refs(obj: Any, fn: Any, batch: Any = _SharedBatch) -> Any:
         return fn(obj)
     if isinstance(obj, _SharedBatch):
         return batch(_map_refs(obj.columns, fn, batch))
+    if isinstance(obj, _SharedRagged):
+        values, offsets = _map_refs(obj.values, fn, batch), _map_refs(obj.offsets, fn, batch)
+        # Placing (fn gives ArrayRefs) keeps the marker; restoring makes the column.
+        if isinstance(values, np.ndarray) and isinstance(offsets, np.ndarray):
+            return RaggedColumn.from_checked(values, offsets)
+        return _SharedRagged(values, offsets)
     if type(obj) is tuple:
         return tuple(_map_refs(x, fn, batch) for x in obj)
     if type(obj) is list:

@@ -5,8 +5,11 @@ Every column of a row group becomes one numpy array of the group's length:
 * fixed-width numbers, booleans and timestamps: an array of their dtype (an
   integer or boolean column that may hold nulls: float64, a null as NaN);
 * fixed-size lists of numbers: a 2-D array;
-* lists of numbers (token ids): an object array of 1-D arrays, views into
-  the group's values;
+* lists of numbers (token ids) that hold no null: a
+  :class:`~dataset_kit.batch.RaggedColumn`, the group's values and offsets
+  as they are (no object per row);
+* lists of numbers that may hold nulls: an object array of 1-D arrays,
+  views into the group's values (a null as None);
 * strings, binaries, structs and lists of those: an object array of ``str``,
   ``bytes``, dicts and lists (a null as None).
 
@@ -21,7 +24,9 @@ from typing import Any
 
 import numpy as np
 
-FIXED, FIXED_LIST, LIST, OBJECT = "fixed", "fixed_list", "list", "object"
+from dataset_kit.batch import RaggedColumn
+
+FIXED, FIXED_LIST, RAGGED, LIST, OBJECT = "fixed", "fixed_list", "ragged", "list", "object"
 
 
 def require_pyarrow(what: str) -> Any:
@@ -77,15 +82,18 @@ def kind_of(data_type: Any, nullable: bool) -> str | None:
     if pa.types.is_fixed_size_list(t) and _numeric(pa, t.value_type):
         return LIST if nullable else FIXED_LIST
     if (pa.types.is_list(t) or pa.types.is_large_list(t)) and _numeric(pa, t.value_type):
-        return LIST
+        return LIST if nullable else RAGGED
     return OBJECT if _nested_ok(pa, t) else None
 
 
 def numpy_dtype(data_type: Any, kind: str, nullable: bool) -> np.dtype:
-    """The dtype of a column's arrays (object for lists, strings and structs)."""
+    """The dtype of a column's arrays (of a ragged column's values; object for other
+    lists, strings and structs)."""
     import pyarrow as pa
 
     t = _plain(pa, data_type)
+    if kind == RAGGED:
+        return np.dtype(t.value_type.to_pandas_dtype())
     if kind == FIXED_LIST:
         t = t.value_type
     elif kind != FIXED:
@@ -96,13 +104,18 @@ def numpy_dtype(data_type: Any, kind: str, nullable: bool) -> np.dtype:
     return dtype
 
 
-def to_numpy(column: Any, kind: str, dtype: np.dtype) -> np.ndarray:
-    """One Arrow column (array or chunked array) of a row group as a numpy array.
+def to_numpy(column: Any, kind: str, dtype: np.dtype) -> np.ndarray | RaggedColumn:
+    """One Arrow column (array or chunked array) of a row group as a numpy array
+    (a :class:`~dataset_kit.batch.RaggedColumn` for kind :data:`RAGGED`).
 
     Args:
         column: the column.
         kind: its :func:`kind_of`.
         dtype: its :func:`numpy_dtype`.
+
+    Raises:
+        ValueError: if a column of kind RAGGED holds a null (its footer's
+            statistics said it holds none).
     """
     import pyarrow as pa
 
@@ -117,6 +130,13 @@ def to_numpy(column: Any, kind: str, dtype: np.dtype) -> np.ndarray:
         width = column.type.list_size
         values = column.flatten().to_numpy(zero_copy_only=False)
         return np.asarray(values).astype(dtype, copy=False).reshape(n, width)
+    if kind == RAGGED:
+        if column.null_count:
+            raise ValueError(f"{column.null_count} nulls in a list column whose statistics "
+                             f"said it holds none")
+        offsets = column.offsets.to_numpy().astype(np.int64)
+        values = np.asarray(column.values.to_numpy(zero_copy_only=False))
+        return RaggedColumn.from_checked(values, offsets)
     if kind == LIST:
         if pa.types.is_fixed_size_list(column.type):
             width = column.type.list_size

@@ -378,7 +378,12 @@ class ParquetPart:
             ParquetReadError: if its bytes could not be read from the store.
         """
         try:
-            table = self._file(source).read_row_group(group, columns=columns, use_threads=False)
+            # Local files decode their columns on pyarrow's threads: a shuffled
+            # epoch took 3.8 s where one thread took 5.7 (200k rows, medians of
+            # 5, a loaded 2-core machine; with 2 workers 10.0 s against 15.0).
+            # Ranged remote reads (and the file cache's) stay on the calling thread.
+            table = self._file(source).read_row_group(group, columns=columns,
+                                                      use_threads=is_local(self.name))
         except (ParquetReadError, FileNotFoundError):
             raise
         except Exception as error:  # noqa: BLE001 - pyarrow raises several types

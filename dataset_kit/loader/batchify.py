@@ -29,7 +29,7 @@ def default_batchify_fn(data: Sequence[Any]) -> Any:
     Returns:
         An array, or a list of arrays for tuple examples.
     """
-    if isinstance(data, ExampleBatch):
+    if isinstance(data, ExampleBatch) and not data.ragged:
         columns = data.columns
         return list(columns) if isinstance(columns, tuple) else columns
     mx = _mxnet_of(data[0])

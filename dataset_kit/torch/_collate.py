@@ -62,14 +62,16 @@ def collate_to_numpy(batch: Any) -> Any:
     A batch an array-backed dataset answered as stacked columns
     (:class:`~dataset_kit.ExampleBatch`) is collated column by column without
     restacking: a bare array stays one array, tuple examples become a list of
-    columns and dict examples a dict, as ``default_collate`` makes them.
+    columns and dict examples a dict, as ``default_collate`` makes them. One
+    with a ragged column is collated example by example, as a list would be.
     """
-    if isinstance(batch, ExampleBatch):
+    if isinstance(batch, ExampleBatch) and not batch.ragged:
         columns = batch.columns
         if isinstance(columns, np.ndarray):
             return _check_column(columns)
         if isinstance(columns, tuple):
             return [_check_column(c) for c in columns]
+        assert isinstance(columns, dict)  # not ragged: no RaggedColumn
         return {k: _check_column(c) for k, c in columns.items()}
     return _torch_collate.collate(list(batch), collate_fn_map=_NUMPY_MAP)
 

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dataset_kit import ExampleBatch, concat_examples
+from dataset_kit.batch import RaggedColumn
 from dataset_kit.datasets import ParquetDataset
 from dataset_kit.formats import ParquetFormatError
 from tests.datasets.parquet_files import check_row, pa, pq, table, write
@@ -66,6 +67,34 @@ def test_fixed_width_columns_come_as_one_batch_of_columns(tmp_path):
     ragged = ParquetDataset(tmp_path / "a.parquet", ["tokens"])[np.array([4, 1])]
     np.testing.assert_array_equal(concat_examples(ragged, padding=-1)["tokens"],
                                   [[0, 1, 2, 3], [0, -1, -1, -1]])
+
+
+@settings(max_examples=25, deadline=None)
+@given(picks=st.lists(st.integers(0, 10**6), min_size=1, max_size=40))
+def test_a_list_column_without_nulls_comes_as_one_ragged_column_across_row_groups(
+        tmp_path_factory, picks):
+    # No empty list: Parquet's statistics count one as a null of the values,
+    # and a column that may hold nulls is served row by row.
+    path = tmp_path_factory.mktemp("ragged") / "a.parquet"
+    pq.write_table(pa.table({"id": np.arange(15), "tokens": pa.array(
+        [list(range(1 + i % 4)) for i in range(15)], pa.list_(pa.int32()))}), path,
+        row_group_size=4)
+    ds = ParquetDataset(path)
+    indices = np.array([p % len(ds) for p in picks], dtype=np.int64)
+    batch = ds[indices]
+    # Rows of several row groups, in the batch's order, as values + offsets.
+    assert isinstance(batch, ExampleBatch) and isinstance(batch.columns["tokens"], RaggedColumn)
+    assert [r["tokens"].tolist() for r in batch] == [list(range(1 + i % 4)) for i in indices]
+    assert [int(r["id"]) for r in batch] == indices.tolist()
+
+
+def test_a_list_column_that_may_hold_nulls_comes_row_by_row_with_none(tmp_path):
+    tokens = pa.array([[1, 2], None, [3]], pa.list_(pa.int32()))
+    pq.write_table(pa.table({"tokens": tokens}), tmp_path / "n.parquet")
+    batch = ParquetDataset(tmp_path / "n.parquet")[np.array([2, 1, 0])]
+    assert isinstance(batch, list)
+    assert [None if r["tokens"] is None else r["tokens"].tolist() for r in batch] == \
+        [[3], None, [1, 2]]
 
 
 @pytest.mark.parametrize("options", [

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from dataset_kit import concat_examples
+from dataset_kit.batch import RaggedColumn
 from dataset_kit.datasets import ParquetDataset, RowGroupOrderSampler
 from dataset_kit.distributed import ShardedIterator
 from dataset_kit.iterators import MultiprocessIterator, SerialIterator
@@ -105,3 +106,29 @@ def test_torch_loaders_with_workers(dataset):
     plain = torch.utils.data.DataLoader(dataset, batch_size=6, num_workers=2,
                                         collate_fn=lambda rows: [int(r["id"]) for r in rows])
     assert [i for b in plain for i in b] == list(range(len(dataset)))
+
+
+def test_ragged_rows_cross_the_process_pool_as_two_arrays(tmp_path):
+    pq = pytest.importorskip("pyarrow.parquet", reason="the Parquet tests need pyarrow")
+    pa = pytest.importorskip("pyarrow", reason="the Parquet tests need pyarrow")
+    lengths = np.arange(60) % 7 + 1  # no empty list (one counts as a null)
+    pq.write_table(pa.table({"id": np.arange(60), "tokens": pa.array(
+        [list(range(k * 40)) for k in lengths], pa.list_(pa.int32()))}),
+        tmp_path / "t.parquet", row_group_size=16)
+    dataset = ParquetDataset(tmp_path / "t.parquet")
+    it = MultiprocessIterator(dataset, 6, repeat=False, n_processes=2,
+                              order_sampler=RowGroupOrderSampler(dataset, 1, seed=5))
+    serial = SerialIterator(dataset, 6, repeat=False,
+                            order_sampler=RowGroupOrderSampler(dataset, 1, seed=5))
+    try:
+        for got, expected in zip(it, serial, strict=True):
+            # The batch arrives as columns, its token lists one RaggedColumn
+            # (values + offsets), never a list of per-row objects.
+            assert isinstance(got.columns["tokens"], RaggedColumn)
+            assert not got.columns["tokens"].values.flags.owndata  # a view of shared memory
+            assert got.columns["tokens"] == expected.columns["tokens"]
+            assert _ids(got) == _ids(expected)
+            np.testing.assert_array_equal(concat_examples(got, padding=-1)["tokens"],
+                                          concat_examples(expected, padding=-1)["tokens"])
+    finally:
+        it.finalize()

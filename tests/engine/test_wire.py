@@ -8,6 +8,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
+from dataset_kit.batch import ExampleBatch, RaggedColumn
 from dataset_kit.engine import _wire
 
 LAYOUTS = ["contiguous", "permuted", "strided"]
@@ -80,3 +81,25 @@ def test_a_batch_travels_stacked_exactly_when_every_example_is_arrays_of_one_str
     # first example; it must still turn down a batch whose later examples
     # differ, and accept every uniform one.
     assert (_wire.uniform_columns(batch) is not None) == _uniform_reference(batch)
+
+
+@given(lengths=st.lists(st.integers(0, 700), min_size=1, max_size=12))
+def test_a_ragged_column_travels_as_its_two_arrays_and_arrives_as_views(lengths):
+    rows = [np.arange(n, dtype=np.int32) + k for k, n in enumerate(lengths)]
+    column = RaggedColumn.from_rows(rows)
+    batch = ExampleBatch({"id": np.arange(len(rows), dtype=np.int64), "tokens": column})
+    arrays: list = []
+    skeleton = _wire.split_arrays(batch, arrays)
+    # Values and offsets are arrays of the skeleton (placed in the block when
+    # large enough); no row is an object of its own.
+    assert all(type(a) is np.ndarray and a.dtype != object for a in arrays)
+    offsets, total = _wire.layout(arrays)
+    block = mmap.mmap(-1, max(total, 1))
+    placed = _wire.place_arrays(skeleton, arrays, offsets, block)
+    lease = np.frombuffer(block, np.uint8)
+    arrived = _wire.unpack(placed, lease)
+    tokens = arrived.columns["tokens"]
+    assert isinstance(tokens, RaggedColumn) and tokens == column
+    assert [r.tolist() for r in (row["tokens"] for row in arrived)] == [r.tolist() for r in rows]
+    if column.values.nbytes >= _wire.MIN_SHARED_BYTES:
+        assert np.shares_memory(tokens.values, lease)

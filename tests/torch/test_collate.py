@@ -15,6 +15,7 @@ from torch.utils.data import DataLoader as TorchDataLoader  # noqa: E402
 from torch.utils.data import default_collate as torch_collate  # noqa: E402
 
 from dataset_kit import ExampleBatch  # noqa: E402
+from dataset_kit.batch import RaggedColumn  # noqa: E402
 from dataset_kit.torch import DataLoader, default_collate, default_convert  # noqa: E402
 from dataset_kit.torch._collate import collate_to_numpy, numpy_to_tensors  # noqa: E402
 
@@ -83,3 +84,10 @@ def test_an_array_dataset_gives_pytorchs_batches(num_workers):
 def test_default_convert_is_pytorchs():
     example = {"a": np.arange(3), "p": Point(np.float32(1), "s")}
     assert_same(default_convert(example), torch.utils.data.default_convert(example))
+
+
+def test_a_batch_with_a_ragged_column_collates_as_its_rows_do():
+    rows = [np.arange(3) + k for k in range(4)]  # of one length: torch stacks them
+    batch = ExampleBatch({"id": np.arange(4), "tokens": RaggedColumn.from_rows(rows)})
+    listed = [{"id": np.int64(k), "tokens": rows[k]} for k in range(4)]
+    assert_same(default_collate(batch), torch_collate(listed))
