@@ -152,12 +152,9 @@ class DataLoader:
             raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
         if batchify_fn is not None and not callable(batchify_fn):
             raise TypeError(f"batchify_fn must be callable, got {type(batchify_fn).__name__}")
-        auto = num_workers == "auto"
-        autotune = AutoWorkers(memory_limit=memory_limit) if auto else None
-        if memory_limit is not None and not auto:
-            raise ValueError(f"memory_limit is for num_workers='auto', got "
-                             f"num_workers={num_workers!r}")
-        workers = 1 if auto else max(0, int(num_workers))
+        workers, autotune = AutoWorkers.for_argument("num_workers", num_workers, memory_limit)
+        auto = autotune is not None
+        workers = max(0, int(workers))
         # With "auto" (or prefetch="auto") the depth follows the workers: two each.
         depth = None if auto or prefetch == "auto" else 1 + (
             2 * workers if prefetch is None else non_negative_int("prefetch", prefetch))

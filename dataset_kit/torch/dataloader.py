@@ -183,14 +183,11 @@ class DataLoader(Generic[_T_co]):
             raise ValueError("num_workers='auto' changes the number of workers while the loader "
                              "runs, and an IterableDataset splits itself by worker: give it a "
                              "fixed num_workers")
-        auto_workers = num_workers == "auto"
-        autotune = AutoWorkers(memory_limit=memory_limit) if auto_workers else None
-        if memory_limit is not None and not auto_workers:
-            raise ValueError(f"memory_limit is for num_workers='auto', got "
-                             f"num_workers={num_workers!r}")
         asked_workers = num_workers
         # The controller starts with one worker.
-        num_workers = 1 if auto_workers else cast(int, num_workers)
+        workers, autotune = AutoWorkers.for_argument("num_workers", num_workers, memory_limit)
+        num_workers = cast(int, workers)
+        auto_workers = autotune is not None
         # PyTorch's checks, in its order and with its words.
         if num_workers < 0:
             raise ValueError("num_workers option should be non-negative; "
