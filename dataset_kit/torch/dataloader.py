@@ -49,6 +49,7 @@ from torch.utils.data import default_collate as _torch_default_collate
 from torch.utils.data._utils.pin_memory import pin_memory as _pin
 from torch.utils.data.dataloader import _InfiniteConstantSampler
 
+from dataset_kit._phases import phase
 from dataset_kit.engine import (
     AutoWorkers,
     BatchTimeoutError,
@@ -499,9 +500,7 @@ class _EpochIterator:
         batch = _translated(self._batches.__next__, loader.timeout)
         if isinstance(batch, Failed):
             batch.reraise()  # this batch is consumed: the next call goes on
-        if loader._default_collate:
-            batch = _collate.numpy_to_tensors(batch)
-        return batch if self._pin is None else _pin(batch, self._pin)
+        return _deliver(batch, loader._default_collate, self._pin)
 
 
 class _StreamIterator:
@@ -544,9 +543,7 @@ class _StreamIterator:
                 batch.reraise()
             self._yielded += 1
             self._warn_if_longer_than_len()
-            if loader._default_collate:
-                batch = _collate.numpy_to_tensors(batch)
-            return batch if self._pin is None else _pin(batch, self._pin)
+            return _deliver(batch, loader._default_collate, self._pin)
 
     def _warn_if_longer_than_len(self) -> None:
         """PyTorch's warning when more batches come than ``len(loader)`` said."""
@@ -610,3 +607,14 @@ def _check_iterable_arguments(dataset: Any, shuffle: Any, sampler: Any,
     if batch_sampler is not None:
         raise ValueError("DataLoader with IterableDataset: expected unspecified batch_sampler "
                          f"option, but got batch_sampler={batch_sampler}")
+
+
+def _deliver(batch: Any, to_tensors: bool, pin: str | None) -> Any:
+    """The main process's last steps: numpy to tensors, then pinning; each a profile phase."""
+    if to_tensors:
+        with phase("converter"):
+            batch = _collate.numpy_to_tensors(batch)
+    if pin is None:
+        return batch
+    with phase("device copy"):
+        return _pin(batch, pin)
