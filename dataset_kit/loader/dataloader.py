@@ -34,6 +34,7 @@ import numpy as np
 
 from dataset_kit._checks import non_negative_int
 from dataset_kit._mxnet_arrays import mxnet_outputs
+from dataset_kit._phases import phase
 from dataset_kit.convert import to_device
 from dataset_kit.engine import AutoWorkers, Engine, ExecutorSpec, Ledger, states
 from dataset_kit.loader.batchify import default_batchify_fn
@@ -189,7 +190,10 @@ class DataLoader:
         engine = self._engine
         for batch in engine.epoch():  # an epoch without a (full) batch yields nothing, as in Gluon
             if self._device is None:  # Gluon's arrays: converted here, in the main process
-                yield mxnet_outputs(batch, self._pin_device_id if self._pin_memory else None)
+                with phase("converter"):  # a profile shows it apart from the wait
+                    batch = mxnet_outputs(batch, self._pin_device_id if self._pin_memory
+                                          else None)
+                yield batch
             else:
                 yield to_device(self._device, batch, self._pin_memory)
 
