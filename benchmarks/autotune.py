@@ -13,7 +13,12 @@
    with ``--tf-python`` (a Python with tensorflow-cpu), tf.data's
    ``map(num_parallel_calls=AUTOTUNE).prefetch(AUTOTUNE)`` on the same files
    (tf's own decode and crop), interleaved with ours. ``--images`` sets how
-   many JPEGs (2,000 in the issue).
+   many JPEGs (2,000 in the issue). Ours is written with dataset_kit's
+   ``read_image`` and transforms, resizing without antialiasing as
+   tf.image.resize does; "workers=0, Pillow only" is the pipeline as first
+   written here (Pillow's decode and antialiased resize). Before it, each
+   stage's CPU per image in one process (decode, crop + resize, flip +
+   normalize, batching), both ways.
 3. A pipeline whose examples get 5x more expensive halfway through the
    epoch, under a loop with a fixed 2 ms step: the loop's total wait with
    "auto" against the fixed count that was best on the first half.
