@@ -13,7 +13,12 @@
    with ``--tf-python`` (a Python with tensorflow-cpu), tf.data's
    ``map(num_parallel_calls=AUTOTUNE).prefetch(AUTOTUNE)`` on the same files
    (tf's own decode and crop), interleaved with ours. ``--images`` sets how
-   many JPEGs (2,000 in the issue).
+   many JPEGs (2,000 in the issue). Ours is written with dataset_kit's
+   ``read_image`` and transforms, resizing without antialiasing as
+   tf.image.resize does; "workers=0, Pillow only" is the pipeline as first
+   written here (Pillow's decode and antialiased resize). Before it, each
+   stage's CPU per image in one process (decode, crop + resize, flip +
+   normalize, batching), both ways.
 3. A pipeline whose examples get 5x more expensive halfway through the
    epoch, under a loop with a fixed 2 ms step: the loop's total wait with
    "auto" against the fixed count that was best on the first half.
@@ -22,6 +27,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import statistics
 import subprocess
@@ -35,6 +41,8 @@ from parallel import CpuBound, calibrate_rounds, consume
 import dataset_kit
 from dataset_kit import DatasetMixin, concat_examples
 from dataset_kit.datasets import TupleDataset
+from dataset_kit.image import read_image
+from dataset_kit.image import transforms as T
 from dataset_kit.iterators import MultiprocessIterator, SerialIterator
 
 
@@ -88,17 +96,34 @@ def overhead_p2(rounds: int) -> tuple[float, float]:
         it.finalize()
 
 
-class Jpegs(DatasetMixin):
-    """Decode, random resized crop to 224, flip, normalize: the issue's pipeline."""
+MEAN = np.array([0.485, 0.456, 0.406], np.float32) * 255
+STD = np.array([0.229, 0.224, 0.225], np.float32) * 255
 
-    MEAN = np.array([0.485, 0.456, 0.406], np.float32) * 255
-    STD = np.array([0.229, 0.224, 0.225], np.float32) * 255
+
+class Jpegs(DatasetMixin):
+    """Decode, random resized crop to 224, flip, normalize: the issue's pipeline.
+
+    Written with dataset_kit's image helpers, as a user would: ``read_image``
+    (simplejpeg where installed, else Pillow) and the transforms, resizing
+    without antialiasing as tf.image.resize does (the tf.data side's pipeline).
+    """
 
     def __init__(self, paths: list[str]) -> None:
         self.paths = paths
+        self.augment = T.compose(T.random_resized_crop(224, antialias=False), T.random_flip(),
+                                 T.normalize(MEAN, STD), T.to_chw())
 
     def __len__(self) -> int:
         return len(self.paths)
+
+    def get_example(self, i: int) -> np.ndarray:
+        # read_image gives Chainer's CHW; its transpose is the decoder's HWC array again.
+        image = read_image(self.paths[i], np.uint8, self.paths[i]).transpose(1, 2, 0)
+        return self.augment(image)
+
+
+class PillowJpegs(Jpegs):
+    """The pipeline as this benchmark first wrote it: Pillow throughout (antialiased resize)."""
 
     def get_example(self, i: int) -> np.ndarray:
         from PIL import Image
@@ -115,7 +140,50 @@ class Jpegs(DatasetMixin):
         a = np.asarray(image, np.float32)
         if rng.random() < 0.5:
             a = a[:, ::-1]
-        return ((a - self.MEAN) / self.STD).transpose(2, 0, 1)
+        return ((a - MEAN) / STD).transpose(2, 0, 1)
+
+
+def stages(paths: list[str], n: int = 200) -> dict[str, float]:
+    """CPU ms per image of each stage, in this one process (medians of 5 passes over n images)."""
+    from PIL import Image
+
+    data = [open(p, "rb").read() for p in paths[:n]]
+    decoded = [read_image(d, np.uint8, "x").transpose(1, 2, 0) for d in data]
+    crops = [a[40:290, 60:360] for a in decoded]  # 300x250, a typical crop
+    small = [np.ascontiguousarray(a[:224, :224]) for a in decoded]
+
+    def pillow_decode() -> None:
+        for d in data:
+            with Image.open(io.BytesIO(d)) as image:
+                image.convert("RGB").load()
+
+    def pillow_resize() -> None:
+        for a in decoded:
+            Image.fromarray(a).resize((224, 224), Image.BILINEAR, box=(60, 40, 360, 290))
+
+    normalize = T.normalize(MEAN, STD)
+    work = {
+        "decode, Pillow": pillow_decode,
+        "decode, read_image": lambda: [read_image(d, np.uint8, "x") for d in data],
+        "crop + resize, Pillow antialiased": pillow_resize,
+        "crop + resize, antialias=False": lambda: [T._resize(c, 224, 224, False) for c in crops],
+        "flip + normalize, (a - mean) / std": lambda: [
+            ((a[:, ::-1].astype(np.float32) - MEAN) / STD).transpose(2, 0, 1) for a in small],
+        "flip + normalize + CHW, transforms": lambda: [
+            normalize(a[:, ::-1]).transpose(2, 0, 1) for a in small],
+        "batch of 32: concat_examples": lambda: [
+            concat_examples([normalize(small[0]).transpose(2, 0, 1)] * 32)
+            for _ in range(len(data) // 32)],
+    }
+    per_image = {}
+    for name, fn in work.items():
+        times = []
+        for _ in range(5):
+            start = time.process_time()
+            fn()
+            times.append(time.process_time() - start)
+        per_image[name] = statistics.median(times) / len(data) * 1e3
+    return per_image
 
 
 def make_jpegs(folder: str, n: int) -> list[str]:
@@ -142,7 +210,7 @@ def hand_picked(paths: list[str], rounds: int, tf_python: str | None) -> dict[st
     dataset = Jpegs(paths)
     batches = len(paths) // 32
 
-    def run(workers):
+    def run(workers, dataset=dataset):
         def loop() -> float:
             start = time.perf_counter()
             it = _iterator(dataset, workers)
@@ -156,6 +224,7 @@ def hand_picked(paths: list[str], rounds: int, tf_python: str | None) -> dict[st
         return loop
 
     candidates = {f"workers={n}": run(n) for n in (0, 1, 2, 3, "auto")}
+    candidates["workers=0, Pillow only"] = run(0, PillowJpegs(paths))
     if tf_python:
         folder = os.path.dirname(paths[0])
 
@@ -230,10 +299,15 @@ def main() -> None:
     parser.add_argument("--images", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--tf-python", help="a Python with tensorflow-cpu, for tf.data")
-    parser.add_argument("--skip", nargs="*", default=[], choices=["overhead", "jpeg", "shift"])
+    parser.add_argument("--skip", nargs="*", default=[],
+                        choices=["overhead", "jpeg", "stages", "shift"])
     args = parser.parse_args()
     if "overhead" not in args.skip:
         print_overhead(args.rounds)
+    if "stages" not in args.skip:
+        with tempfile.TemporaryDirectory() as folder:
+            for name, ms in stages(make_jpegs(folder, 200)).items():
+                print(f"JPEG stage, {name}: {ms:.3f} ms CPU per image")
     if "jpeg" not in args.skip:
         with tempfile.TemporaryDirectory() as folder:
             paths = make_jpegs(folder, args.images)

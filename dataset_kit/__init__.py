@@ -2,6 +2,7 @@
 
 from dataset_kit import datasets, distributed, io, iterators, loader, serializers, sources, tabular
 from dataset_kit._example_context import example_rng
+from dataset_kit._phases import phase
 from dataset_kit.batch import ExampleBatch
 from dataset_kit.convert import concat_examples, to_device
 from dataset_kit.dataset import DatasetMixin
@@ -51,6 +52,7 @@ __all__ = [
     "io",
     "iterators",
     "loader",
+    "phase",
     "profile",
     "serializers",
     "sources",

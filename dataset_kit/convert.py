@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from dataset_kit import _gather
+from dataset_kit._phases import phase
 from dataset_kit.batch import ExampleBatch, RaggedColumn
 
 
@@ -44,7 +45,8 @@ def to_device(device: Any, x: Any, pin_memory: bool = False) -> Any:
             f"device {device!r} is not supported; use None, -1 or 'cpu' for numpy arrays, or a "
             f"PyTorch device ('cuda', 'cuda:0', 'mps', 'torch:cpu' or a torch.device)"
         )
-    return _to_torch(x, target, pin_memory)
+    with phase("device copy"):  # shown apart from the loop's wait in a profile
+        return _to_torch(x, target, pin_memory)
 
 
 _TORCH_PREFIXES = ("cuda", "mps", "xpu", "torch:")
@@ -116,6 +118,13 @@ def concat_examples(batch: Sequence[Any], device: Any = None, padding: Any = Non
             dict, different lengths or keys), shapes differ without padding, or
             ``padding`` does not match the example structure.
     """
+    # Timed as its own phase: in a profile, the main process's converter
+    # shows apart from the loop's wait (in a worker, the converter phase is timed whole).
+    with phase("converter"):
+        return _concat(batch, device, padding)
+
+
+def _concat(batch: Sequence[Any], device: Any, padding: Any) -> Any:
     if isinstance(batch, ExampleBatch):
         # Checked first, and only as far as the arguments ask: the common
         # case (no padding, host arrays) costs a few attribute reads.

@@ -174,3 +174,121 @@ def test_worker_processes_send_their_phases_with_each_batch() -> None:
         assert 0 <= w["busy_fraction"] <= 1
     # (The sentence may name the first batch instead on a loaded machine.)
     assert "worker 0:" in p.report() or "worker 1:" in p.report()
+
+
+@dataset_kit.phase("transform")
+def _marked_transform(i: int) -> int:
+    time.sleep(0.002)
+    return i
+
+
+class _Marked(_Slow):
+    """``_Slow``, whose examples then go through a transform marked as a phase."""
+
+    def __getitem__(self, i: int) -> int:
+        return _marked_transform(super().__getitem__(i))
+
+
+def _trace(p: dataset_kit.Profile, tmp_path: Path) -> list[dict]:
+    p.save_trace(tmp_path / "trace.json")
+    return json.loads((tmp_path / "trace.json").read_text())["traceEvents"]
+
+
+def test_trace_has_each_workers_phases_and_the_marked_ones_inside_its_fetch(
+        tmp_path: Path) -> None:
+    from dataset_kit.iterators import MultiprocessIterator
+
+    it = MultiprocessIterator(_Marked(16, 0.001), 2, repeat=False, shuffle=False, n_processes=2)
+    try:
+        with dataset_kit.profile(it) as p:
+            _loop(it, 0.0)
+    finally:
+        it.finalize()
+    events = _trace(p, tmp_path)
+    rows = {e["tid"]: e["args"]["name"] for e in events if e.get("name") == "thread_name"}
+    slices = [e for e in events if e["ph"] == "X" and rows.get(e["tid"], "").startswith("worker")]
+    names = {e["name"] for e in slices}
+    assert {"fetch", "converter", "copy into shared memory", "transform"} <= names
+    # Every example's transform is counted once, inside the fetch of its batch.
+    marked = p.summary()["marked"]["workers"]["transform"]
+    assert marked["spans"] == 16 and marked["seconds"] >= 16 * 0.002
+    for batch in p.to_json()["worker_batches"]:
+        assert 0 < batch["marked"]["transform"] <= batch["fetch"]
+    fetches = {(e["tid"], e["ts"]): e for e in slices if e["name"] == "fetch"}
+    for e in slices:
+        if e["name"] == "transform":
+            fetch = fetches[(e["tid"], e["ts"])]  # placed from its fetch's start
+            assert e["dur"] <= fetch["dur"] + 1e-3
+    assert "phase 'transform' in the workers" in p.report()
+
+
+def test_main_process_converter_and_marked_spans_are_timed_apart_from_the_wait(
+        tmp_path: Path) -> None:
+    it = SerialIterator(_Marked(8, 0.0), 2, repeat=False, shuffle=False)
+    with dataset_kit.profile(it) as p:
+        for batch in it:
+            dataset_kit.concat_examples(batch)
+    marked = p.summary()["marked"]["main"]
+    assert marked["transform"]["spans"] == 8 and marked["converter"]["spans"] == 4
+    spans = p.to_json()["main_spans"]
+    waits = [(b["start"], b["start"] + b["wait"]) for b in p.to_json()["batches"]]
+    # The transform runs inside next() (the serial iterator fetches there); the
+    # converter runs in the loop's step, after a batch's wait ended.
+    for span in spans:
+        inside = any(a <= span["start"] <= b for a, b in waits)
+        assert inside == (span["name"] == "transform")
+    events = _trace(p, tmp_path)
+    assert {e["name"] for e in events if e["ph"] == "X" and e["tid"] >= 2000} == \
+        {"transform", "converter"}
+
+
+def test_a_mark_outside_a_profile_records_nothing() -> None:
+    with dataset_kit.phase("outside"):
+        pass
+    with dataset_kit.profile() as p:
+        with dataset_kit.phase("inside"):
+            pass
+    with dataset_kit.phase("after"):
+        pass
+    assert set(p.summary()["marked"]["main"]) == {"inside"}
+
+
+def test_a_marked_function_keeps_its_name_result_and_errors() -> None:
+    @dataset_kit.phase("double")
+    def double(x: int) -> int:
+        """Twice x."""
+        if x < 0:
+            raise ValueError("negative")
+        return 2 * x
+
+    with dataset_kit.profile() as p:
+        assert double(3) == 6
+        with pytest.raises(ValueError, match="negative"):
+            double(-1)
+    assert double.__name__ == "double" and double.__doc__ == "Twice x."
+    assert p.summary()["marked"]["main"]["double"]["spans"] == 2
+
+
+@pytest.mark.parametrize("bad, error", [(3, TypeError), ("", ValueError), (None, TypeError)])
+def test_phase_rejects_a_bad_name(bad: object, error: type) -> None:
+    with pytest.raises(error, match="name"):
+        dataset_kit.phase(bad)  # type: ignore[arg-type]
+
+
+def test_phase_decorates_only_a_callable() -> None:
+    with pytest.raises(TypeError, match="callable"):
+        dataset_kit.phase("x")(3)  # type: ignore[arg-type]
+
+
+def test_plot_draws_the_workers_rows(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    from dataset_kit.iterators import MultiprocessIterator
+
+    it = MultiprocessIterator(_Marked(8, 0.0), 2, repeat=False, shuffle=False, n_processes=2)
+    try:
+        with dataset_kit.profile(it) as p:
+            _loop(it, 0.0)
+    finally:
+        it.finalize()
+    assert p.plot(tmp_path / "p.png") == str(tmp_path / "p.png")
+    assert (tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

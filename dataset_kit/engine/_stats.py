@@ -87,29 +87,35 @@ def note_decision(engine: Any, decision: Any) -> None:
         observer(engine, decision)
 
 
-_phase_observers: list[Callable[[int, tuple], None]] = []
+#: ``observer(worker_index, phases, marks)``: see :func:`add_phase_observer`.
+PhaseObserver = Callable[[int, tuple, tuple], None]
+
+_phase_observers: list[PhaseObserver] = []
 
 
-def add_phase_observer(observer: Callable[[int, tuple], None]) -> None:
-    """Have ``observer(worker_index, phases)`` told of each batch a worker process built.
+def add_phase_observer(observer: PhaseObserver) -> None:
+    """Have ``observer(worker_index, phases, marks)`` told of each batch a worker process built.
 
-    ``phases`` is ``(idle, fetch, convert, pack)`` in seconds, as the worker
-    measured them: idle before the task, the dataset's getitem or batch hook,
-    the converter, the copy into shared memory.
+    ``phases`` is five :func:`time.perf_counter` readings taken by the worker
+    (comparable with this process's, the clock being system-wide): it fell
+    idle, began the task, had fetched (the dataset's getitem or batch hook),
+    had run the converter, had copied into shared memory. ``marks`` is
+    ``(name, seconds, spans)`` per phase the user marked
+    (:class:`dataset_kit.phase`) while the batch was built.
     """
     _phase_observers.append(observer)
 
 
-def remove_phase_observer(observer: Callable[[int, tuple], None]) -> None:
+def remove_phase_observer(observer: PhaseObserver) -> None:
     """Stop telling ``observer`` of workers' phases (no error if it was not added)."""
     if observer in _phase_observers:
         _phase_observers.remove(observer)
 
 
-def note_phases(worker: int, phases: tuple) -> None:
+def note_phases(worker: int, phases: tuple, marks: tuple = ()) -> None:
     """Tell the phase observers what worker ``worker`` spent on a batch."""
     for observer in _phase_observers:
-        observer(worker, phases)
+        observer(worker, phases, marks)
 
 
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096

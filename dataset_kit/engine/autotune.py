@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
 
 from dataset_kit._checks import positive_int
 
@@ -90,6 +91,29 @@ class AutoWorkers:
         # (wait fraction, mean wait) before the last addition
         self._before_add: tuple[float, float | None] | None = None
         self._plateau = False
+
+    @classmethod
+    def for_argument(cls, name: str, value: Any,
+                     memory_limit: int | None) -> tuple[Any, AutoWorkers | None]:
+        """Translate a door's worker-count argument: what every door with ``"auto"`` does.
+
+        Args:
+            name: the argument's name in the door (``num_workers``, ...), for errors.
+            value: what the user passed: ``"auto"``, or a count the door checks.
+            memory_limit: the door's ``memory_limit`` argument.
+
+        Returns:
+            ``(1, controller)`` for ``"auto"`` (start with one worker), else
+            ``(value, None)``.
+
+        Raises:
+            ValueError: if ``memory_limit`` is given without ``"auto"``.
+        """
+        if isinstance(value, str) and value == "auto":
+            return 1, cls(memory_limit=memory_limit)
+        if memory_limit is not None:
+            raise ValueError(f"memory_limit is for {name}='auto', got {name}={value!r}")
+        return value, None
 
     def decide(self, batch: int, workers: int, wait_fraction: float,
                workers_rss: int, mean_wait: float | None = None) -> Decision:

@@ -9,7 +9,12 @@ sentence, gives its numbers (:meth:`Profile.to_json`), a Chrome trace of
 every batch (:meth:`Profile.save_trace`, viewable in Perfetto) and a picture
 (:meth:`Profile.plot`: a PNG with matplotlib, a text chart without).
 
-Recording one batch is a list append; it stays cheap enough to keep on.
+Worker processes send with each batch when they fell idle, fetched, converted
+and copied it into shared memory, and the sums of the spans the user marked
+with :class:`dataset_kit.phase`; in the main process each marked span (the
+converters and device copies mark themselves) is recorded where it ran.
+
+Recording one batch is a few list appends; it stays cheap enough to keep on.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from dataset_kit import _phases
 from dataset_kit.engine._stats import (
     add_decision_observer,
     add_observer,
@@ -35,6 +41,15 @@ from dataset_kit.engine._stats import (
 #: The share of its time the loop may wait on batches before the input
 #: pipeline is named the bottleneck.
 WAIT_BOTTLENECK = 0.10
+#: Slices kept for the trace and the picture, per kind (worker batches, the
+#: main process's marked spans); beyond it only the sums grow, so a profile
+#: left on for days stays small.
+MAX_SLICES = 200_000
+# The workers' phases, in the order of their clock readings.
+_WORKER_PHASES = ("idle", "fetch", "convert", "pack")
+_PHASE_TITLES = {"idle": "idle", "fetch": "fetch", "convert": "converter",
+                 "pack": "copy into shared memory"}
+_PHASE_COLOURS = {"fetch": "tab:orange", "convert": "tab:purple", "pack": "tab:brown"}
 
 class Profile:
     """What :func:`profile` recorded: each batch's wait, the time between, memory.
@@ -58,6 +73,12 @@ class Profile:
         self._decisions: list[tuple[float, Any]] = []
         # per worker index: [idle, fetch, convert, pack] seconds and batches
         self._phases: dict[int, list[float]] = {}
+        # per worker batch: (worker, the five clock readings, marks), up to MAX_SLICES
+        self._worker_batches: list[tuple[int, tuple, tuple]] = []
+        # marked spans' [seconds, spans] by (where, name); where is "workers" or "main"
+        self._marks: dict[tuple[str, str], list[float]] = {}
+        # the main process's marked spans: (name, start, end, thread), up to MAX_SLICES
+        self._main_spans: list[tuple[str, float, float, int]] = []
         self._started: float | None = None
         self._stopped: float | None = None
         self._next_sample = 0.0
@@ -72,6 +93,7 @@ class Profile:
             add_observer(self._observe)
             add_decision_observer(self._decide)
             add_phase_observer(self._phase)
+            _phases.add_listener(self._span_marked)
             self._sample(self._started)
             self._next_sample = 0.0  # and at the first batch, when workers are up
 
@@ -81,6 +103,7 @@ class Profile:
             remove_observer(self._observe)
             remove_decision_observer(self._decide)
             remove_phase_observer(self._phase)
+            _phases.remove_listener(self._span_marked)
             self._stopped = time.perf_counter()
             self._sample(self._stopped)
 
@@ -89,13 +112,30 @@ class Profile:
         if self._memory_interval and start >= self._next_sample:
             self._sample(start)
 
-    def _phase(self, worker: int, phases: tuple) -> None:
+    def _phase(self, worker: int, phases: tuple, marks: tuple = ()) -> None:
         sums = self._phases.get(worker)
         if sums is None:
             sums = self._phases[worker] = [0.0, 0.0, 0.0, 0.0, 0]
-        for i, seconds in enumerate(phases):
-            sums[i] += seconds
+        for i in range(4):
+            sums[i] += phases[i + 1] - phases[i]
         sums[4] += 1
+        for name, seconds, spans in marks:
+            self._add_mark("workers", name, seconds, spans)
+        if len(self._worker_batches) < MAX_SLICES:
+            self._worker_batches.append((worker, phases, marks))
+
+    def _span_marked(self, name: str, start: float, end: float, thread: int) -> None:
+        self._add_mark("main", name, end - start, 1)
+        if len(self._main_spans) < MAX_SLICES:
+            self._main_spans.append((name, start, end, thread))
+
+    def _add_mark(self, where: str, name: str, seconds: float, spans: int) -> None:
+        sums = self._marks.get((where, name))
+        if sums is None:
+            self._marks[(where, name)] = [seconds, spans]
+        else:
+            sums[0] += seconds
+            sums[1] += spans
 
     def _decide(self, engine: Any, decision: Any) -> None:
         self._decisions.append((time.perf_counter(), decision))
@@ -137,7 +177,15 @@ class Profile:
             "peak_workers": max((len(rss) for _, rss, _ in self._memory), default=0),
             "peak_shm_blocks": peak_shm,
             "workers": self._workers(),
+            "marked": self._marked(),
         }
+
+    def _marked(self) -> dict[str, Any]:
+        """The marked phases' seconds and spans: in the workers, and in the main process."""
+        marked: dict[str, Any] = {"workers": {}, "main": {}}
+        for (where, name), (seconds, spans) in sorted(self._marks.items()):
+            marked[where][name] = {"seconds": seconds, "spans": int(spans)}
+        return marked
 
     def _workers(self) -> dict[str, Any]:
         """Each worker process's phases in seconds, and the share of its time busy."""
@@ -160,7 +208,13 @@ class Profile:
         names = {1: "fetching (the dataset's getitem or batch hook)",
                  2: "in the converter", 3: "copying into shared memory"}
         phase = max(names, key=lambda i: sums[i])
-        return (total - sums[0]) / total, names[phase]
+        name = names[phase]
+        if phase == 1:
+            marked = {n: s for (where, n), (s, _) in self._marks.items() if where == "workers"}
+            top = max(marked, key=marked.__getitem__, default=None)
+            if top is not None and marked[top] > 0.5 * sums[1]:
+                name = f"fetching, mostly in the phase marked {top!r}"
+        return (total - sums[0]) / total, name
 
     def bottleneck(self) -> str:
         """Name the bottleneck in one sentence, with what to do about it."""
@@ -204,6 +258,10 @@ class Profile:
             lines.append(f"  worker {index}: {w['batches']} batches, {w['busy_fraction']:.0%} "
                          f"busy: fetch {w['fetch']:.3f} s, convert {w['convert']:.3f} s, "
                          f"into shm {w['pack']:.3f} s, idle {w['idle']:.3f} s")
+        for where, title in (("workers", "in the workers"), ("main", "in the main process")):
+            for name, m in s["marked"][where].items():
+                lines.append(f"  phase {name!r} {title}: {m['seconds']:.3f} s over "
+                             f"{m['spans']} spans")
         if s["peak_shm_blocks"]:
             lines.append(f"  shared-memory blocks: up to {s['peak_shm_blocks']}")
         for _, d in self._decisions:
@@ -218,8 +276,13 @@ class Profile:
         Keys: ``summary`` (see :meth:`summary`), ``bottleneck`` (the sentence),
         ``batches`` (per batch: ``engine``, ``start`` in seconds from the
         profile's start, ``wait`` in seconds, ``examples``) and ``memory``
-        (per sample: ``time``, ``workers_rss`` by pid, ``shm_blocks``) and
-        ``decisions`` (each ``num_workers="auto"`` decision and its reason).
+        (per sample: ``time``, ``workers_rss`` by pid, ``shm_blocks``),
+        ``decisions`` (each ``num_workers="auto"`` decision and its reason),
+        ``worker_batches`` (per batch a worker process built: ``worker``,
+        ``idle_from``, then each phase's seconds, and ``marked``: the marked
+        phases' seconds) and ``main_spans`` (each marked span of the main
+        process: ``name``, ``start``, ``seconds``). The slices stop at
+        :data:`MAX_SLICES` of each kind; the sums in ``summary`` do not.
         """
         origin = self._span()[0]
         engines: dict[int, int] = {}
@@ -233,6 +296,13 @@ class Profile:
             "decisions": [{"time": t - origin, "batch": d.batch, "workers": d.workers,
                            "new_workers": d.new_workers, "wait_fraction": d.wait_fraction,
                            "reason": d.reason} for t, d in self._decisions],
+            "worker_batches": [
+                {"worker": w, "idle_from": c[0] - origin,
+                 **{name: c[i + 1] - c[i] for i, name in enumerate(_WORKER_PHASES)},
+                 "marked": {n: sec for n, sec, _ in marks}}
+                for w, c, marks in self._worker_batches],
+            "main_spans": [{"name": n, "start": a - origin, "seconds": b - a}
+                           for n, a, b, _ in self._main_spans],
         }
 
     def save_json(self, path: str | os.PathLike) -> None:
@@ -244,7 +314,13 @@ class Profile:
         """Write a Chrome trace (JSON) of every batch to ``path``; open it in Perfetto.
 
         The loop's row shows each ``next()`` wait and the step between two
-        batches; counters show the workers' RSS and the shared-memory blocks.
+        batches; each worker process has a row of its batches' phases (idle,
+        fetch, converter, copy into shared memory), with the phases the user
+        marked inside its fetch (their sum over the batch, one slice per
+        name, from the fetch's start); the main process's marked spans (the
+        converter, device copies, marked transforms run in this process)
+        have a row per thread. Counters show the workers' RSS and the
+        shared-memory blocks.
         """
         origin = self._span()[0]
         pid = os.getpid()
@@ -265,6 +341,7 @@ class Profile:
                            "tid": tid, "ts": (start - origin) * 1e6, "dur": wait * 1e6,
                            "args": {"examples": examples}})
             previous_end[tid] = start + wait
+        events.extend(self._phase_events(pid, origin))
         for t, rss, shm in self._memory:
             counters = {"workers_rss_mib": sum(rss.values()) / 2**20}
             if shm is not None:
@@ -276,6 +353,44 @@ class Profile:
                            "pid": pid, "ts": (t - origin) * 1e6, "args": {"reason": d.reason}})
         with open(path, "w") as f:
             json.dump({"traceEvents": events, "displayTimeUnit": "ms"}, f)
+
+    def _phase_events(self, pid: int, origin: float) -> list[dict[str, Any]]:
+        """The trace's slices of the workers' phases and of the main process's marked spans."""
+        events: list[dict[str, Any]] = []
+        named: set[int] = set()
+
+        def slice_(tid: int, label: str, name: str, start: float, seconds: float,
+                   args: dict | None = None) -> None:
+            if tid not in named:
+                named.add(tid)
+                events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
+                               "args": {"name": label}})
+            event = {"ph": "X", "name": name, "cat": "phase", "pid": pid, "tid": tid,
+                     "ts": (start - origin) * 1e6, "dur": max(seconds, 0.0) * 1e6}
+            if args:
+                event["args"] = args
+            events.append(event)
+
+        # Rows after the loops' (which are numbered from 0 by engine).
+        for worker, clocks, marks in self._worker_batches:
+            tid, label = 1000 + worker, f"worker {worker}"
+            for i, phase in enumerate(_WORKER_PHASES):
+                if phase != "idle" or clocks[i + 1] > clocks[i]:
+                    slice_(tid, label, _PHASE_TITLES[phase], clocks[i], clocks[i + 1] - clocks[i])
+            at = clocks[1]
+            for name, seconds, spans in marks:
+                # Summed over the batch's spans, so placed one after another
+                # from the fetch's start and cut at its end.
+                seconds = min(seconds, clocks[2] - at)
+                slice_(tid, label, name, at, seconds,
+                       {"spans": spans, "note": "the sum of this batch's spans"})
+                at += seconds
+        threads: dict[int, int] = {}
+        for name, start, end, thread in self._main_spans:
+            row = threads.setdefault(thread, len(threads))
+            slice_(2000 + row, f"main process, thread {row}: marked phases", name, start,
+                   end - start)
+        return events
 
     # -- pictures ---------------------------------------------------------------
 
@@ -305,8 +420,9 @@ class Profile:
     def plot(self, path: str | os.PathLike | None = None) -> str:
         """Draw the picture: a PNG at ``path`` with matplotlib, else a text chart.
 
-        The PNG has the loop's timeline (each wait of ``next()`` as a red bar,
-        the workers' RSS over it) and a stacked bar of where the time went.
+        The PNG has a timeline (each wait of ``next()`` as a red bar, each
+        worker's phases, the marked phases, the workers' RSS over it) and
+        stacked bars of where the loop's and the workers' time went.
 
         Args:
             path: where to write the PNG; None to only return the text chart.
@@ -327,26 +443,61 @@ class Profile:
         origin = self._span()[0]
         s = self.summary()
         figure, (timeline, bar) = plt.subplots(
-            1, 2, figsize=(12, 3.5), gridspec_kw={"width_ratios": [4, 1]})
+            1, 2, figsize=(12, 3.5 + 0.25 * len(self._phases)),
+            gridspec_kw={"width_ratios": [4, 1]})
         engines: dict[int, int] = {}
         for engine, start, wait, _ in self._batches:
             row = engines.setdefault(engine, len(engines))
             timeline.broken_barh([(start - origin, wait)], (row - 0.4, 0.8), color="tab:red")
-        timeline.set_yticks(range(max(len(engines), 1)))
-        timeline.set_yticklabels([f"loop {i}" for i in range(max(len(engines), 1))])
-        timeline.set_xlabel("seconds (red: the loop waits for a batch)")
+        labels = [f"loop {i}" for i in range(max(len(engines), 1))]
+        # One row per worker: its phases in colour (idle left blank), the marked ones in green.
+        rows = {w: len(labels) + k for k, w in enumerate(sorted(self._phases))}
+        labels += [f"worker {w}" for w in sorted(self._phases)]
+        for worker, clocks, marks in self._worker_batches:
+            row = rows[worker]
+            for i, phase in enumerate(_WORKER_PHASES[1:], 1):
+                timeline.broken_barh([(clocks[i] - origin, clocks[i + 1] - clocks[i])],
+                                     (row - 0.4, 0.8), color=_PHASE_COLOURS[phase])
+            marked = min(sum(m[1] for m in marks), clocks[2] - clocks[1])
+            if marked > 0:
+                timeline.broken_barh([(clocks[1] - origin, marked)], (row - 0.2, 0.4),
+                                     color="tab:green")
+        if self._main_spans:
+            row = len(labels)
+            labels.append("main: marked")
+            timeline.broken_barh([(a - origin, b - a) for _, a, b, _ in self._main_spans],
+                                 (row - 0.4, 0.8), color="tab:green")
+        timeline.set_yticks(range(len(labels)))
+        timeline.set_yticklabels(labels)
+        timeline.set_xlabel("seconds (red: the loop waits; workers: orange fetch, purple "
+                            "converter, brown into shm; green: marked phases)")
         if self._memory:
             memory = timeline.twinx()
             memory.plot([t - origin for t, _, _ in self._memory],
                         [sum(r.values()) / 2**20 for _, r, _ in self._memory], color="tab:blue")
             memory.set_ylabel("workers' RSS, MiB")
         waited = s["wait_seconds"]
-        bar.bar([0], [waited], color="tab:red", label="waiting for batches")
+        bar.bar([0], [waited], color="tab:red", label="loop: waiting")
         bar.bar([0], [max(s["wall_seconds"] - waited, 0.0)], bottom=[waited],
-                color="tab:green", label="training step")
-        bar.set_xticks([])
+                color="tab:grey", label="loop: training step")
+        # The workers' time, summed over workers, by phase (the marked part of fetch apart).
+        marked = sum(m["seconds"] for m in s["marked"]["workers"].values())
+        bottom = 0.0
+        for phase in _WORKER_PHASES if self._phases else ():
+            seconds = sum(w[phase] for w in s["workers"].values())
+            if phase == "fetch":
+                seconds -= marked
+                bar.bar([1], [marked], bottom=[bottom], color="tab:green",
+                        label="workers: marked phases")
+                bottom += marked
+            bar.bar([1], [max(seconds, 0.0)], bottom=[bottom],
+                    color=_PHASE_COLOURS.get(phase, "white"), edgecolor="black",
+                    label=f"workers: {_PHASE_TITLES[phase]}")
+            bottom += max(seconds, 0.0)
+        bar.set_xticks([0, 1] if self._phases else [0])
+        bar.set_xticklabels(["loop", "workers"] if self._phases else ["loop"])
         bar.set_ylabel("seconds")
-        bar.legend(fontsize="small")
+        bar.legend(fontsize="x-small")
         figure.suptitle(self.bottleneck(), fontsize="small")
         figure.tight_layout()
         figure.savefig(path)

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from dataset_kit._example_context import example_rng
+from dataset_kit.image import _resize as _resize_backend
 from dataset_kit.image.decode import pillow
 
 
@@ -28,13 +29,38 @@ def _size(size: Any) -> tuple[int, int]:
     return int(width), int(height)
 
 
-def _resize(image: np.ndarray, width: int, height: int) -> np.ndarray:
+def _resize(image: np.ndarray, width: int, height: int, antialias: bool = True) -> np.ndarray:
     if image.shape[1] == width and image.shape[0] == height:
         return image
+    if not antialias:
+        return _resize_sampled(image, width, height)
     resample = pillow().Resampling.BILINEAR
     squeezed = image[:, :, 0] if image.ndim == 3 and image.shape[2] == 1 else image
     out = np.asarray(pillow().fromarray(np.ascontiguousarray(squeezed)).resize(
         (width, height), resample))
+    return out.reshape(height, width, *image.shape[2:])
+
+
+def _resize_sampled(image: np.ndarray, width: int, height: int) -> np.ndarray:
+    """Bilinear resize that samples the 4 nearest pixels, as ``tf.image.resize`` does by default.
+
+    Pillow's BILINEAR widens its filter when shrinking (antialiasing): a
+    crop of 300x250 to 224 reads every source pixel, 0.67 ms against 0.09
+    for OpenCV's ``INTER_LINEAR``, which samples like tf.image.resize
+    (half-pixel centres, no antialiasing). OpenCV resizes when installed;
+    otherwise Pillow's EXTENT transform samples the same way (within one grey
+    level when shrinking, slower).
+    """
+    cv2 = _resize_backend.opencv()
+    squeezed = image[:, :, 0] if image.ndim == 3 and image.shape[2] == 1 else image
+    if cv2 is not None:
+        out = cv2.resize(np.ascontiguousarray(squeezed), (width, height),
+                         interpolation=cv2.INTER_LINEAR)
+    else:
+        pil = pillow()
+        out = np.asarray(pil.fromarray(np.ascontiguousarray(squeezed)).transform(
+            (width, height), pil.Transform.EXTENT, (0, 0, image.shape[1], image.shape[0]),
+            pil.Resampling.BILINEAR))
     return out.reshape(height, width, *image.shape[2:])
 
 
@@ -95,7 +121,7 @@ def random_crop(size: Any) -> _Transform:
 
 
 def _random_resized_crop(image: np.ndarray, width: int, height: int, scale: tuple,
-                         ratio: tuple) -> np.ndarray:
+                         ratio: tuple, antialias: bool = True) -> np.ndarray:
     rng = example_rng()
     area = image.shape[0] * image.shape[1]
     for _ in range(10):
@@ -105,17 +131,34 @@ def _random_resized_crop(image: np.ndarray, width: int, height: int, scale: tupl
         if 0 < w <= image.shape[1] and 0 < h <= image.shape[0]:
             left = int(rng.integers(0, image.shape[1] - w + 1))
             top = int(rng.integers(0, image.shape[0] - h + 1))
-            return _resize(_crop(image, left, top, w, h), width, height)
+            return _resize(_crop(image, left, top, w, h), width, height, antialias)
     return _resize(_center_crop(image, min(image.shape[1], image.shape[0]),
-                                min(image.shape[1], image.shape[0])), width, height)
+                                min(image.shape[1], image.shape[0])), width, height, antialias)
 
 
 def random_resized_crop(size: Any, scale: tuple = (0.08, 1.0),
-                        ratio: tuple = (3 / 4, 4 / 3)) -> _Transform:
-    """Crop a random area (``scale`` of the image, aspect ``ratio``) and resize it to ``size``."""
+                        ratio: tuple = (3 / 4, 4 / 3), antialias: bool = True) -> _Transform:
+    """Crop a random area (``scale`` of the image, aspect ``ratio``) and resize it to ``size``.
+
+    Args:
+        size: the output's size, an int or ``(width, height)``.
+        scale: the range of the crop's area, as a share of the image's.
+        ratio: the range of the crop's aspect ratio (drawn log-uniformly).
+        antialias: True: Pillow's bilinear, which averages every source pixel
+            when shrinking (as torchvision's default). False: bilinear from
+            the 4 nearest pixels, as ``tf.image.resize`` (and OpenCV's
+            ``INTER_LINEAR``) by default; several times faster (OpenCV when
+            installed, within one grey level of it otherwise).
+
+    Raises:
+        ValueError: if ``scale`` or ``ratio`` is out of range.
+        TypeError: if ``antialias`` is not a bool.
+    """
     if not 0 < scale[0] <= scale[1] <= 1 or not 0 < ratio[0] <= ratio[1]:
         raise ValueError(f"scale must be within (0, 1] and ratio positive, got {scale}, {ratio}")
-    return _Transform(_random_resized_crop, *_size(size), tuple(scale), tuple(ratio))
+    if not isinstance(antialias, bool):
+        raise TypeError(f"antialias must be a bool, got {antialias!r}")
+    return _Transform(_random_resized_crop, *_size(size), tuple(scale), tuple(ratio), antialias)
 
 
 def _random_flip(image: np.ndarray, p: float) -> np.ndarray:
@@ -130,7 +173,17 @@ def random_flip(p: float = 0.5) -> _Transform:
 
 
 def _normalize(image: np.ndarray, mean: np.ndarray, std: np.ndarray) -> np.ndarray:
-    return (image.astype(np.float32) - mean) / std
+    if image.ndim != 3 or image.shape[2] != mean.shape[0]:
+        return (image.astype(np.float32) - mean) / std
+    # One channel plane at a time into a CHW block, returned as an HWC view:
+    # the same float32 operations, so the same values, but numpy's inner loop
+    # runs along a row instead of over 3 channels: 0.10 ms instead of 0.63 for
+    # 224x224x3, and to_chw() then gives a contiguous array.
+    out = np.empty((image.shape[2], image.shape[0], image.shape[1]), np.float32)
+    for c in range(image.shape[2]):
+        np.subtract(image[:, :, c], mean[c], out=out[c], dtype=np.float32)
+        np.divide(out[c], std[c], out=out[c])
+    return out.transpose(1, 2, 0)
 
 
 def normalize(mean: Sequence[float], std: Sequence[float]) -> _Transform:

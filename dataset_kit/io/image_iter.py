@@ -42,7 +42,7 @@ from dataset_kit._checks import non_negative_int, positive_int
 from dataset_kit._example_context import map_examples
 from dataset_kit.convert import concat_examples
 from dataset_kit.dataset import DatasetMixin
-from dataset_kit.engine import DEFAULT_BATCH_TIMEOUT, Engine, ExecutorSpec
+from dataset_kit.engine import DEFAULT_BATCH_TIMEOUT, AutoWorkers, Engine, ExecutorSpec
 from dataset_kit.formats.recordio.header import unpack
 from dataset_kit.formats.recordio.record_file import IndexedRecordReader
 from dataset_kit.image import _resize
@@ -201,7 +201,12 @@ class ImageIter(EngineDataIter):
         label_name: the label's name in ``provide_label``.
         dtype: the labels' dtype (int32, float32, int64 or float64).
         last_batch_handle: ``'pad'``, ``'discard'`` or ``'roll_over'``.
-        num_workers: worker processes that decode and augment (0: in this process).
+        num_workers: worker processes that decode and augment (0: in this process);
+            ``"auto"`` starts with one and lets the engine's controller
+            (:class:`~dataset_kit.engine.AutoWorkers`) add and remove workers
+            while it runs, with the same batches.
+        memory_limit: for ``num_workers="auto"``: bytes the workers' RSS may
+            reach in all (None: half the available memory).
         seed: seeds shuffling and augmentation; drawn from the OS when None
             (and kept in :meth:`state_dict`).
         start_method: the workers' multiprocessing start method.
@@ -229,9 +234,11 @@ class ImageIter(EngineDataIter):
                  aug_list: list | None = None, imglist: list | None = None,
                  data_name: str = "data", label_name: str = "softmax_label",
                  dtype: str = "float32", last_batch_handle: str = "pad", *,
-                 num_workers: int = 0, seed: int | None = None, start_method: str | None = None,
+                 num_workers: int | str = 0, seed: int | None = None,
+                 start_method: str | None = None,
                  timeout: float | None = DEFAULT_BATCH_TIMEOUT, executor: str | None = None,
-                 ray_address: str | None = None, **kwargs: Any) -> None:
+                 ray_address: str | None = None, memory_limit: int | None = None,
+                 **kwargs: Any) -> None:
         batch_size, data_shape = _check(batch_size, data_shape, path_imgrec, path_imglist,
                                         imglist, dtype, last_batch_handle)
         label_width = positive_int("label_width", label_width)
@@ -264,7 +271,8 @@ class ImageIter(EngineDataIter):
         self.num_image = len(keys)
         dataset = _ImageExamples(records, keys, items, path_root, self.auglist, data_shape,
                                  label_width, dtype)
-        workers = non_negative_int("num_workers", num_workers)
+        workers, autotune = AutoWorkers.for_argument("num_workers", num_workers, memory_limit)
+        workers = non_negative_int("num_workers", workers)
         spec = ExecutorSpec("process" if workers else "serial", workers=workers,
                             start_method=start_method, timeout=timeout,
                             converter=concat_examples).placed(executor, ray_address)
@@ -274,7 +282,7 @@ class ImageIter(EngineDataIter):
             load_decoders()
         _resize.opencv()
         engine = Engine(dataset, batch_size=batch_size, shuffle=self.shuffle, seed=seed,
-                        last_batch=policy, executor=spec)
+                        last_batch=policy, executor=spec, autotune=autotune)
         label_shape = (label_width,) if label_width > 1 else ()
         super().__init__(engine, [DataDesc(data_name, data_shape, np.float32)],
                          [DataDesc(label_name, label_shape, np.dtype(dtype))], pad_rule,

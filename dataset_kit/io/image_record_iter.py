@@ -21,6 +21,7 @@ augmentation and normalisation      :mod:`dataset_kit.io._record_augment`
 ``last_batch_handle``               (dataset_kit's) overrides ``round_batch``
 ``num_parts``/``part_index``        contiguous parts of the records
 ``preprocess_threads``              worker processes that decode and augment
+                                    (``"auto"``: as many as help, same batches)
 ``prefetch_buffer``, ``ctx``,       accepted; the executor prefetches, batches
 ``device_id``, ``verbose``,         are host arrays, records are read by index
 ``shuffle_chunk_*``
@@ -49,7 +50,7 @@ from dataset_kit._example_context import map_examples
 from dataset_kit.convert import concat_examples
 from dataset_kit.dataset import DatasetMixin
 from dataset_kit.datasets.record_dataset import RecordFileDataset
-from dataset_kit.engine import DEFAULT_BATCH_TIMEOUT, Engine, ExecutorSpec
+from dataset_kit.engine import DEFAULT_BATCH_TIMEOUT, AutoWorkers, Engine, ExecutorSpec
 from dataset_kit.formats.recordio.header import unpack_img
 from dataset_kit.image import _resize
 from dataset_kit.image.affine import INTERPOLATIONS
@@ -196,7 +197,10 @@ class ImageRecordIter(NativeDataIter):
         round_batch: wrap the last batch to the start (else pad it).
         last_batch_handle: ``'pad'``, ``'discard'`` or ``'roll_over'``,
             overriding ``round_batch`` (dataset_kit's addition).
-        preprocess_threads: worker processes (0: decode in the calling thread).
+        preprocess_threads: worker processes (0: decode in the calling thread);
+            ``"auto"`` (not MXNet's) starts with one and lets the engine's
+            controller (:class:`~dataset_kit.engine.AutoWorkers`) add and
+            remove workers while it runs, with the same batches.
         num_parts: split the records into this many contiguous parts...
         part_index: ...and read this one.
         aug_seq: ``'aug_default'`` (MXNet's only augmenter for this iterator).
@@ -216,6 +220,8 @@ class ImageRecordIter(NativeDataIter):
             workers are actors of a Ray cluster (:doc:`/cluster`), with the same
             batches.
         ray_address: the Ray cluster's address for ``executor="ray"``.
+        memory_limit: for ``preprocess_threads="auto"``: bytes the workers'
+            RSS may reach in all (None: half the available memory).
 
     Raises:
         MXNetError: for a bad ``data_shape`` or any argument MXNet refuses
@@ -229,15 +235,18 @@ class ImageRecordIter(NativeDataIter):
                  label_width: int = 1, shuffle: bool = False, seed: int = 0,
                  seed_aug: int | None = None, mean_img: str | os.PathLike | None = None,
                  round_batch: bool = True, last_batch_handle: str | None = None,
-                 preprocess_threads: int = 4, num_parts: int = 1, part_index: int = 0,
+                 preprocess_threads: int | str = 4, num_parts: int = 1, part_index: int = 0,
                  aug_seq: str = "aug_default", dtype: str | None = None,
                  start_method: str | None = None,
                  timeout: float | None = DEFAULT_BATCH_TIMEOUT, data_name: str = "data",
                  label_name: str = "softmax_label", executor: str | None = None,
-                 ray_address: str | None = None, **options: Any) -> None:
+                 ray_address: str | None = None, memory_limit: int | None = None,
+                 **options: Any) -> None:
         shape = _data_shape(data_shape)
         batch_size = positive_int("batch_size", batch_size)
-        workers = non_negative_int("preprocess_threads", preprocess_threads)
+        workers, autotune = AutoWorkers.for_argument("preprocess_threads", preprocess_threads,
+                                                     memory_limit)
+        workers = non_negative_int("preprocess_threads", workers)
         label_width = positive_int("label_width", label_width)
         if last_batch_handle is not None and last_batch_handle not in LAST_BATCH_HANDLE:
             raise ValueError(f"last_batch_handle must be one of {list(LAST_BATCH_HANDLE)}, got "
@@ -279,7 +288,7 @@ class ImageRecordIter(NativeDataIter):
             (LAST_BATCH_HANDLE[last_batch_handle], _PAD_RULES[last_batch_handle])
             if last_batch_handle else (None, "wrapped") if round_batch else ("pad", "padding"))
         engine = Engine(dataset, batch_size=batch_size, shuffle=shuffle, seed=seed,
-                        last_batch=policy, executor=spec)
+                        last_batch=policy, executor=spec, autotune=autotune)
         label_shape = () if label_width == 1 else (label_width,)
         super().__init__(engine, [DataDesc(data_name, shape, np.dtype(dtype))],
                          [DataDesc(label_name, label_shape, np.float32)], pad_rule,

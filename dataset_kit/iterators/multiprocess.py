@@ -99,15 +99,10 @@ class MultiprocessIterator(ChainerIterator):
         ray_address: str | None = None,
         memory_limit: int | None = None,
     ) -> None:
-        auto = n_processes == "auto"
-        workers = 1 if auto else positive_int(
-            "n_processes", (os.cpu_count() or 1) if n_processes is None else n_processes)
-        self.n_processes: int | str = "auto" if auto else workers
+        workers, autotune = AutoWorkers.for_argument("n_processes", n_processes, memory_limit)
+        workers = positive_int("n_processes", (os.cpu_count() or 1) if workers is None else workers)
+        self.n_processes: int | str = "auto" if autotune else workers
         self.n_prefetch = positive_int("n_prefetch", n_prefetch)
-        autotune = AutoWorkers(memory_limit=memory_limit) if auto else None
-        if memory_limit is not None and not auto:
-            raise ValueError(f"memory_limit is for n_processes='auto', got "
-                             f"n_processes={n_processes!r}")
         if shared_mem is not None:
             positive_int("shared_mem", shared_mem)
         if dataset_timeout is not None and not (

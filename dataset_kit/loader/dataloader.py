@@ -34,6 +34,7 @@ import numpy as np
 
 from dataset_kit._checks import non_negative_int
 from dataset_kit._mxnet_arrays import mxnet_outputs
+from dataset_kit._phases import phase
 from dataset_kit.convert import to_device
 from dataset_kit.engine import AutoWorkers, Engine, ExecutorSpec, Ledger, states
 from dataset_kit.loader.batchify import default_batchify_fn
@@ -152,12 +153,9 @@ class DataLoader:
             raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
         if batchify_fn is not None and not callable(batchify_fn):
             raise TypeError(f"batchify_fn must be callable, got {type(batchify_fn).__name__}")
-        auto = num_workers == "auto"
-        autotune = AutoWorkers(memory_limit=memory_limit) if auto else None
-        if memory_limit is not None and not auto:
-            raise ValueError(f"memory_limit is for num_workers='auto', got "
-                             f"num_workers={num_workers!r}")
-        workers = 1 if auto else max(0, int(num_workers))
+        workers, autotune = AutoWorkers.for_argument("num_workers", num_workers, memory_limit)
+        auto = autotune is not None
+        workers = max(0, int(workers))
         # With "auto" (or prefetch="auto") the depth follows the workers: two each.
         depth = None if auto or prefetch == "auto" else 1 + (
             2 * workers if prefetch is None else non_negative_int("prefetch", prefetch))
@@ -192,7 +190,10 @@ class DataLoader:
         engine = self._engine
         for batch in engine.epoch():  # an epoch without a (full) batch yields nothing, as in Gluon
             if self._device is None:  # Gluon's arrays: converted here, in the main process
-                yield mxnet_outputs(batch, self._pin_device_id if self._pin_memory else None)
+                with phase("converter"):  # a profile shows it apart from the wait
+                    batch = mxnet_outputs(batch, self._pin_device_id if self._pin_memory
+                                          else None)
+                yield batch
             else:
                 yield to_device(self._device, batch, self._pin_memory)
 

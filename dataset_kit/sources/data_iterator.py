@@ -17,7 +17,8 @@ repeating (the default)   the engine's repeating stream (``last_batch=None``):
                           the epoch never ends, so :attr:`~DataIterator.epoch`
                           stays 0 and no epoch callback runs
 ``use_thread=True``       a thread builds the next batch ahead
-``n_processes=N``         (beyond NNabla) N worker processes build batches
+``n_processes=N``         (beyond NNabla) N worker processes build batches;
+                          ``"auto"``: as many as help, the same batches
 ``rng``                   the source's ``RandomState`` seeds the shuffle
 ========================  ===================================================
 
@@ -40,7 +41,14 @@ import numpy as np
 
 from dataset_kit._checks import positive_int
 from dataset_kit.convert import concat_examples
-from dataset_kit.engine import DEFAULT_BATCH_TIMEOUT, Engine, ExecutorSpec, Ledger, states
+from dataset_kit.engine import (
+    DEFAULT_BATCH_TIMEOUT,
+    AutoWorkers,
+    Engine,
+    ExecutorSpec,
+    Ledger,
+    states,
+)
 from dataset_kit.sources.cache_reader import CacheDataSource
 from dataset_kit.sources.csv_source import CsvDataSource
 from dataset_kit.sources.data_source import (
@@ -75,7 +83,12 @@ class DataIterator:
         epoch_end_callbacks: called with the finished epoch's index.
         stop_exhausted: serve the full batches of one epoch, then raise
             ``StopIteration`` (NNabla's); otherwise repeat forever.
-        n_processes: build batches in this many worker processes instead.
+        n_processes: build batches in this many worker processes instead;
+            ``"auto"`` (not NNabla's) starts with one and lets the engine's
+            controller (:class:`~dataset_kit.engine.AutoWorkers`) add and
+            remove workers while it runs, with the same batches.
+        memory_limit: for ``n_processes="auto"``: bytes the workers' RSS may
+            reach in all (None: half the available memory).
         executor: not NNabla's: None (this machine's workers) or ``"ray"``:
             the ``n_processes`` workers (one with ``use_thread``) are actors of
             a Ray cluster (:doc:`/cluster`), with the same batches.
@@ -96,9 +109,9 @@ class DataIterator:
     def __init__(self, data_source: DataSource, batch_size: int, rng: Any = None,
                  use_thread: bool = True, epoch_begin_callbacks: Sequence[Callback] = (),
                  epoch_end_callbacks: Sequence[Callback] = (), stop_exhausted: bool = False,
-                 n_processes: int | None = None, start_method: str | None = None,
+                 n_processes: int | str | None = None, start_method: str | None = None,
                  timeout: float | None = DEFAULT_BATCH_TIMEOUT, executor: str | None = None,
-                 ray_address: str | None = None) -> None:
+                 ray_address: str | None = None, memory_limit: int | None = None) -> None:
         if not isinstance(data_source, DataSource):
             raise TypeError(f"data_source must be a DataSource, got {type(data_source).__name__}")
         self._batch_size = positive_int("batch_size", batch_size)
@@ -115,13 +128,15 @@ class DataIterator:
             self.register_epoch_end_callback(fn)
         self._epoch_in_callback: int | None = None
         self._use_thread = bool(use_thread)
-        self._n_processes = None if n_processes is None else positive_int("n_processes",
-                                                                          n_processes)
+        workers, autotune = AutoWorkers.for_argument("n_processes", n_processes, memory_limit)
+        workers = None if workers is None else positive_int("n_processes", workers)
+        self._n_processes: int | str | None = "auto" if autotune else workers
+        self._memory_limit = memory_limit
         self._placement = (executor, ray_address)
-        if self._n_processes is not None:
-            spec = ExecutorSpec("process", workers=self._n_processes,
-                                start_method=start_method, timeout=timeout,
-                                converter=concat_examples)
+        if workers is not None:
+            # With "auto" the depth follows the workers (the engine's default).
+            spec = ExecutorSpec("process", workers=workers, start_method=start_method,
+                                timeout=timeout, converter=concat_examples)
         else:
             spec = ExecutorSpec("thread" if self._use_thread else "serial", workers=1,
                                 depth=2, timeout=timeout, converter=concat_examples)
@@ -130,7 +145,7 @@ class DataIterator:
                               repeat=not self._stop_exhausted, shuffle=data_source.shuffle,
                               seed=_seed_of(data_source._rng if rng is None else rng),
                               last_batch="discard" if self._stop_exhausted else None,
-                              executor=spec)
+                              executor=spec, autotune=autotune)
 
     # -- NNabla's attributes -------------------------------------------------
 
@@ -300,7 +315,7 @@ class DataIterator:
         executor, ray_address = self._placement
         return DataIterator(source, self._batch_size, rng=rng, use_thread=self._use_thread,
                             n_processes=self._n_processes, executor=executor,
-                            ray_address=ray_address)
+                            ray_address=ray_address, memory_limit=self._memory_limit)
 
     # -- lifetime ------------------------------------------------------------
 
@@ -356,7 +371,8 @@ def data_iterator(data_source: DataSource, batch_size: int, rng: Any = None,
                   with_memory_cache: bool = True, with_file_cache: bool = False,
                   cache_dir: str | None = None, epoch_begin_callbacks: Sequence[Callback] = (),
                   epoch_end_callbacks: Sequence[Callback] = (), *, use_thread: bool = True,
-                  stop_exhausted: bool = False, n_processes: int | None = None) -> DataIterator:
+                  stop_exhausted: bool = False, n_processes: int | str | None = None,
+                  memory_limit: int | None = None) -> DataIterator:
     """Wrap ``data_source`` in the caches asked for and return its :class:`DataIterator`.
 
     The file cache (in ``cache_dir``, or a temporary directory removed when
@@ -375,7 +391,9 @@ def data_iterator(data_source: DataSource, batch_size: int, rng: Any = None,
         epoch_end_callbacks: see :class:`DataIterator`.
         use_thread: build the next batch ahead on a thread.
         stop_exhausted: one epoch of full batches, then ``StopIteration``.
-        n_processes: (beyond NNabla) build batches in worker processes.
+        n_processes: (beyond NNabla) build batches in worker processes;
+            ``"auto"``: as many as help (see :class:`DataIterator`).
+        memory_limit: for ``n_processes="auto"``; see :class:`DataIterator`.
 
     Returns:
         The iterator; closing it closes the source and removes a temporary cache.
@@ -388,7 +406,7 @@ def data_iterator(data_source: DataSource, batch_size: int, rng: Any = None,
     return DataIterator(source, batch_size, rng=rng, use_thread=use_thread,
                         epoch_begin_callbacks=epoch_begin_callbacks,
                         epoch_end_callbacks=epoch_end_callbacks, stop_exhausted=stop_exhausted,
-                        n_processes=n_processes)
+                        n_processes=n_processes, memory_limit=memory_limit)
 
 
 def data_iterator_simple(load_func: Callable[[int], Sequence[Any]], num_examples: int,
@@ -398,7 +416,7 @@ def data_iterator_simple(load_func: Callable[[int], Sequence[Any]], num_examples
                          epoch_begin_callbacks: Sequence[Callback] = (),
                          epoch_end_callbacks: Sequence[Callback] = (), *,
                          use_thread: bool = True, stop_exhausted: bool = False,
-                         n_processes: int | None = None) -> DataIterator:
+                         n_processes: int | str | None = None) -> DataIterator:
     """Batches of ``load_func(i)`` for ``i`` in ``range(num_examples)`` (NNabla's).
 
     No cache by default, as in NNabla's code (its docstring's "Default value
@@ -418,7 +436,7 @@ def data_iterator_csv_dataset(uri: str, batch_size: int, shuffle: bool = False, 
                               epoch_begin_callbacks: Sequence[Callback] = (),
                               epoch_end_callbacks: Sequence[Callback] = (), *,
                               use_thread: bool = True, stop_exhausted: bool = False,
-                              n_processes: int | None = None) -> DataIterator:
+                              n_processes: int | str | None = None) -> DataIterator:
     """Batches of a CSV dataset file (see :mod:`dataset_kit.sources.csv_source`).
 
     Both caches by default, as in NNabla (the only factory where that is so).
@@ -436,7 +454,7 @@ def data_iterator_cache(uri: str, batch_size: int, shuffle: bool = False, rng: A
                         epoch_begin_callbacks: Sequence[Callback] = (),
                         epoch_end_callbacks: Sequence[Callback] = (), *,
                         use_thread: bool = True, stop_exhausted: bool = False,
-                        n_processes: int | None = None) -> DataIterator:
+                        n_processes: int | str | None = None) -> DataIterator:
     """Batches of a cache directory (see :mod:`dataset_kit.formats.nnabla_cache.writer`).
 
     ``normalize`` scales uint8 (and uint16) parts to float32 in [0, 1];
@@ -457,7 +475,7 @@ def data_iterator_concat_datasets(data_source_list: Sequence[DataSource], batch_
                                   epoch_begin_callbacks: Sequence[Callback] = (),
                                   epoch_end_callbacks: Sequence[Callback] = (), *,
                                   use_thread: bool = True, stop_exhausted: bool = False,
-                                  n_processes: int | None = None) -> DataIterator:
+                                  n_processes: int | str | None = None) -> DataIterator:
     """Batches of several sources one after another (NNabla's ``ConcatDataSource``).
 
     The memory cache only, by default, as in NNabla; the other arguments are

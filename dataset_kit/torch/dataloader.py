@@ -52,6 +52,7 @@ from torch.utils.data import default_collate as _torch_default_collate
 from torch.utils.data._utils.pin_memory import pin_memory as _pin
 from torch.utils.data.dataloader import _InfiniteConstantSampler
 
+from dataset_kit._phases import phase
 from dataset_kit.engine import (
     AutoWorkers,
     BatchTimeoutError,
@@ -186,14 +187,11 @@ class DataLoader(Generic[_T_co]):
             raise ValueError("num_workers='auto' changes the number of workers while the loader "
                              "runs, and an IterableDataset splits itself by worker: give it a "
                              "fixed num_workers")
-        auto_workers = num_workers == "auto"
-        autotune = AutoWorkers(memory_limit=memory_limit) if auto_workers else None
-        if memory_limit is not None and not auto_workers:
-            raise ValueError(f"memory_limit is for num_workers='auto', got "
-                             f"num_workers={num_workers!r}")
         asked_workers = num_workers
         # The controller starts with one worker.
-        num_workers = 1 if auto_workers else cast(int, num_workers)
+        workers, autotune = AutoWorkers.for_argument("num_workers", num_workers, memory_limit)
+        num_workers = cast(int, workers)
+        auto_workers = autotune is not None
         # PyTorch's checks, in its order and with its words.
         if num_workers < 0:
             raise ValueError("num_workers option should be non-negative; "
@@ -505,9 +503,7 @@ class _EpochIterator:
         batch = _translated(self._batches.__next__, loader.timeout)
         if isinstance(batch, Failed):
             batch.reraise()  # this batch is consumed: the next call goes on
-        if loader._default_collate:
-            batch = _collate.numpy_to_tensors(batch)
-        return batch if self._pin is None else _pin(batch, self._pin)
+        return _deliver(batch, loader._default_collate, self._pin)
 
 
 class _StreamIterator:
@@ -550,9 +546,7 @@ class _StreamIterator:
                 batch.reraise()
             self._yielded += 1
             self._warn_if_longer_than_len()
-            if loader._default_collate:
-                batch = _collate.numpy_to_tensors(batch)
-            return batch if self._pin is None else _pin(batch, self._pin)
+            return _deliver(batch, loader._default_collate, self._pin)
 
     def _warn_if_longer_than_len(self) -> None:
         """PyTorch's warning when more batches come than ``len(loader)`` said."""
@@ -644,3 +638,14 @@ def _check_iterable_arguments(dataset: Any, shuffle: Any, sampler: Any,
     if batch_sampler is not None:
         raise ValueError("DataLoader with IterableDataset: expected unspecified batch_sampler "
                          f"option, but got batch_sampler={batch_sampler}")
+
+
+def _deliver(batch: Any, to_tensors: bool, pin: str | None) -> Any:
+    """The main process's last steps: numpy to tensors, then pinning; each a profile phase."""
+    if to_tensors:
+        with phase("converter"):
+            batch = _collate.numpy_to_tensors(batch)
+    if pin is None:
+        return batch
+    with phase("device copy"):
+        return _pin(batch, pin)

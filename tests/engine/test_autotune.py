@@ -128,3 +128,46 @@ def test_torch_loader_auto_gives_the_batches_of_0_and_3_workers() -> None:
     expected = batches(0)
     assert batches(3) == expected
     assert batches("auto") == expected
+
+
+@pytest.mark.parametrize("kill_at", [15, 16, 17, 20])
+def test_a_worker_killed_while_auto_changes_the_count_is_loud_or_replaced_never_a_hang(
+        kill_at: int) -> None:
+    # At batch 16 the controller adds a worker: the engine drops the batches in
+    # flight and builds a new pool. SIGKILL every worker just before (15, 16),
+    # just after (17) and a little after (20) that change.
+    import multiprocessing
+    import os
+    import signal
+
+    from dataset_kit.engine import WorkerDiedError
+
+    n = 40
+    expected = _batches(SerialIterator(_Slow(), 4, seed=5), n)
+
+    def kill(stats) -> None:
+        if stats.batches == kill_at:
+            for child in multiprocessing.active_children():
+                os.kill(child.pid, signal.SIGKILL)
+
+    # The timeout turns a hang into a BatchTimeoutError, which would fail the test.
+    it = MultiprocessIterator(_Slow(), 4, seed=5, n_processes="auto", timeout=60)
+    it.add_statistics_hook(kill, every=1)
+    got: list = []
+    try:
+        with dataset_kit.profile() as p:
+            for _ in range(n):
+                got.append(np.stack(next(it)).tolist())
+    except WorkerDiedError as error:
+        assert "SIGKILL" in str(error)
+        # Every batch before the error is exact, and the error came with the
+        # first batch a killed worker of the pool in use was building.
+        assert got == expected[:len(got)] and kill_at <= len(got) <= kill_at + 8
+    else:
+        # The documented recovery: the workers were killed in the batch before
+        # the change, whose new pool re-planned their batches; none is lost.
+        assert kill_at == 16 and got == expected
+    finally:
+        it.finalize()
+    if kill_at >= 16:  # the change did happen, from one worker to two
+        assert p.to_json()["decisions"][0]["new_workers"] == 2

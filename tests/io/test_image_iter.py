@@ -196,3 +196,27 @@ def test_default_augmenters_come_from_create_augmenter(files):
     assert [a.dumps() for a in it.auglist] == [
         a.dumps() for a in CreateAugmenter((3, 8, 8), resize=9, mean=True)]
     assert IoImageIter is ImageIter
+
+
+def test_num_workers_auto_gives_the_batches_of_0_and_3_workers(files):
+    import dataset_kit
+
+    def batches(workers):
+        it = ImageIter(1, (3, 8, 8), shuffle=True, seed=2, rand_crop=True, rand_mirror=True,
+                       num_workers=workers, **_sources(files)["lst"])
+        try:
+            out = []
+            for _ in range(6):  # 42 batches over 6 epochs
+                out += [(b.data[0].tolist(), b.label[0].tolist()) for b in it]
+                it.reset()
+            return out
+        finally:
+            it.close()
+
+    expected = batches(0)
+    assert batches(3) == expected
+    with dataset_kit.profile() as p:
+        assert batches("auto") == expected
+    assert [d["batch"] for d in p.to_json()["decisions"]] == [16, 32]
+    with pytest.raises(ValueError, match="memory_limit is for num_workers='auto'"):
+        ImageIter(1, (3, 8, 8), num_workers=2, memory_limit=1 << 30, **_sources(files)["lst"])

@@ -196,3 +196,29 @@ def test_data_name_and_label_name_name_the_inputs_as_in_mxnet(rec):
         it = ImageRecordIter(path_imgrec=rec, data_shape=(3, 8, 8), batch_size=2,
                              preprocess_threads=0, data_name="x", label_name="y")
     assert [d.name for d in it.provide_data + it.provide_label] == ["x", "y"]
+
+
+def test_preprocess_threads_auto_gives_the_batches_of_0_and_3_workers(rec):
+    import dataset_kit
+
+    def batches(threads):
+        it = ImageRecordIter(path_imgrec=rec, data_shape=(3, 8, 8), batch_size=1, shuffle=True,
+                             seed=4, preprocess_threads=threads, **AUGMENT)
+        try:
+            out = []
+            for _ in range(6):  # 42 batches over 6 epochs
+                out += [(b.data[0].tolist(), b.label[0].tolist()) for b in it]
+                it.reset()
+            return out
+        finally:
+            it.close()
+
+    expected = batches(0)
+    assert batches(3) == expected
+    with dataset_kit.profile() as p:
+        assert batches("auto") == expected
+    # The engine's controller decided every 16 batches.
+    assert [d["batch"] for d in p.to_json()["decisions"]] == [16, 32]
+    with pytest.raises(ValueError, match="memory_limit is for preprocess_threads='auto'"):
+        ImageRecordIter(path_imgrec=rec, data_shape=(3, 8, 8), batch_size=1,
+                        preprocess_threads=2, memory_limit=1 << 30)

@@ -301,3 +301,15 @@ def test_a_rolled_over_tail_longer_than_an_epoch_of_a_stateful_sampler_is_not_ch
     with pytest.raises(ValueError, match="spans several epochs"):
         loader.state_dict()
     assert epochs(loader, 1) == [[[3, 2, 1, 0, 3, 2, 1, 0, 3, 2]]]
+
+
+def test_the_conversion_to_gluons_arrays_is_a_profile_phase_of_the_main_process():
+    import dataset_kit
+
+    loader = DataLoader(np.arange(12, dtype=np.float32), batch_size=4, num_workers=2)
+    try:
+        with dataset_kit.profile(loader) as p:
+            assert len(list(loader)) == 3
+    finally:
+        loader.close()
+    assert p.summary()["marked"]["main"]["converter"]["spans"] == 3

@@ -294,3 +294,20 @@ def test_bad_arguments():
         DataIterator(SimpleDataSource(_load, 4), 0)
     with pytest.raises(TypeError, match="load_func"):
         SimpleDataSource(3, 4)
+
+
+def test_n_processes_auto_gives_the_batches_of_0_and_3_workers():
+    import dataset_kit
+
+    def batches(**kw):
+        with data_iterator_simple(_load, 37, 2, shuffle=True, rng=np.random.RandomState(9),
+                                  with_file_cache=False, **kw) as it:
+            return [[x.tolist() for x in it.next()] for _ in range(40)]
+
+    expected = batches(use_thread=False)
+    assert batches(n_processes=3) == expected
+    with dataset_kit.profile() as p:
+        assert batches(n_processes="auto") == expected
+    assert [d["batch"] for d in p.to_json()["decisions"]] == [16, 32]
+    with pytest.raises(ValueError, match="memory_limit is for n_processes='auto'"):
+        DataIterator(SimpleDataSource(_load, 4), 2, n_processes=2, memory_limit=1 << 30)

@@ -280,3 +280,19 @@ def test_worker_batches_are_tensors_over_the_shared_memory_they_arrived_in():
             assert images.dtype == torch.float32 and labels.dtype == torch.int64
     finally:
         loader.close()
+
+
+def test_the_main_processs_conversion_to_tensors_is_a_profile_phase_apart_from_the_wait():
+    import dataset_kit
+
+    loader = DataLoader(Uniform(12, (3, 4, 4)), batch_size=4, num_workers=2)
+    try:
+        with dataset_kit.profile(loader) as p:
+            batches = list(loader)
+    finally:
+        loader.close()
+    assert len(batches) == 3
+    assert p.summary()["marked"]["main"]["converter"]["spans"] == 3
+    waits = [(b["start"], b["start"] + b["wait"]) for b in p.to_json()["batches"]]
+    for span in p.to_json()["main_spans"]:  # after its batch's wait, not inside it
+        assert not any(a < span["start"] < b for a, b in waits)

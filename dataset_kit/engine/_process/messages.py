@@ -41,9 +41,11 @@ class Done(NamedTuple):
     block_name: str | None
     block_size: int
     nbytes: int
-    # Seconds the worker spent (idle before the task, fetching, in the
-    # converter, packing into shared memory): a few floats, for profiles.
-    phases: tuple[float, float, float, float] | tuple[()] = ()
+    # perf_counter readings: the worker fell idle, began the task, had
+    # fetched, had converted, had packed into shared memory (for profiles).
+    phases: tuple[float, float, float, float, float] | tuple[()] = ()
+    # The user's marked spans (dataset_kit.phase) in this batch: (name, seconds, spans).
+    marks: tuple[tuple[str, float, int], ...] = ()
 
 
 class Failed(NamedTuple):

@@ -273,7 +273,7 @@ class ProcessPool:
                 f"worker {worker.index} (pid {worker.process.pid}) raised while building "
                 f"batch {message.task_id}:\n{message.traceback}", message.error)
         if message.phases:
-            _stats.note_phases(worker.index, message.phases)
+            _stats.note_phases(worker.index, message.phases, message.marks)
         name = message.block_name
         if name is None:
             if lent is not None:

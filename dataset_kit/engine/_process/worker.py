@@ -23,7 +23,7 @@ import time
 import traceback
 from typing import Any, NoReturn
 
-from dataset_kit import _gather
+from dataset_kit import _gather, _phases
 from dataset_kit.engine import _wire
 from dataset_kit.engine._fetch import fetch_batch
 from dataset_kit.engine._process import first_batch as _first_batch
@@ -70,6 +70,9 @@ def worker_main(config: WorkerConfig, conn: Any, lifeline: Any) -> None:
     # wants the GIL, which is all the time unless the dataset runs threads.
     sys.setswitchinterval(SWITCH_SECONDS)
     _keep_freed_memory()
+    # A forked worker inherits the parent's listeners (an active profile):
+    # its spans go back with each batch instead (see the loop below).
+    _phases.forget_listeners()
     # From now on, whatever the main thread is doing, the parent's death or
     # its request to stop ends this process within milliseconds.
     _lifeline.watch_parent(lifeline, lambda: _orphaned(config.prefix),
@@ -110,6 +113,7 @@ def worker_main(config: WorkerConfig, conn: Any, lifeline: Any) -> None:
         # Gathers write straight into the block lent with the task, if any.
         arena = _arena_for(task, blocks) if config.use_shm else None
         previous = _gather.install(arena)
+        _phases.collect()  # the user's marked spans, summed for this batch
         started = clock()
         try:
             if init_failure is not None:  # the caller sees its message and traceback
@@ -124,6 +128,7 @@ def worker_main(config: WorkerConfig, conn: Any, lifeline: Any) -> None:
                 batch = fetch_batch(dataset, BatchPlan(task.indices, task.epochs), task.seed,
                                     stack=converter is None and not config.use_shm)
             fetched = clock()
+            marks = _phases.collected()  # the fetch's only: the converter is a phase itself
             if converter is not None:
                 batch = converter(batch)
             converted = clock()
@@ -132,12 +137,15 @@ def worker_main(config: WorkerConfig, conn: Any, lifeline: Any) -> None:
                                        stack=converter is None)
             else:
                 reply = Done(task.task_id, batch, None, 0, 0)
-            reply = reply._replace(phases=(started - idle, fetched - started,
-                                           converted - fetched, clock() - converted))
+            # Clock readings, not durations: perf_counter is system-wide, so
+            # the main process can place the phases on its own timeline.
+            reply = reply._replace(phases=(idle, started, fetched, converted, clock()),
+                                   marks=marks)
         except Exception as error:  # noqa: BLE001 - every failure goes to the parent
             reply = Failed(task.task_id, _picklable(error), traceback.format_exc())
         finally:
             _gather.install(previous)
+            _phases.collected()  # stop summing (a failed batch sends none)
             claims = None
         batch = arena = None  # no view of a block outlives the task
         try:
