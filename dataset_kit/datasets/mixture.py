@@ -25,7 +25,9 @@ has been exhausted at least once (earlier ones start a new epoch), and
 
 from __future__ import annotations
 
+import hashlib
 import heapq
+import json
 import math
 from collections.abc import Sequence
 from fractions import Fraction
@@ -35,6 +37,7 @@ import numpy as np
 
 from dataset_kit import _example_context
 from dataset_kit._checks import non_negative_int
+from dataset_kit._resume_errors import MIXTURE_FINGERPRINT, ResumeMismatchError
 from dataset_kit.batch import ExampleBatch
 from dataset_kit.dataset import DatasetMixin, fetch_examples
 
@@ -202,6 +205,26 @@ class Mixture(DatasetMixin):
         self._batched_sources = all(isinstance(d, (np.ndarray, DatasetMixin))
                                     for d in self.datasets)
 
+    def fingerprint(self) -> str:
+        """The mixture's identity, for a checkpoint's ledger: ``"mixture:"`` and 16 hex digits.
+
+        A hash of the sources' lengths and fingerprints (where they have one),
+        the shares, the seed, the stop, ``shuffle`` and where each source
+        started. A state saved over another mixture is refused on load with
+        cause ``"mixture"`` (:class:`~dataset_kit.ResumeMismatchError`), even
+        when the mixture's length, and so its ids, did not change.
+        """
+        sources = []
+        for d in self.datasets:
+            value = getattr(d, "fingerprint", None)
+            sources.append(value() if callable(value) else value)
+        identity = {"lengths": self.lengths, "shares": self.shares, "seed": self.seed,
+                    "stop": self.stop, "shuffle": self.shuffle, "start": self.start,
+                    "sources": sources}
+        # default=str: a source's fingerprint of another type still names it.
+        text = json.dumps(identity, sort_keys=True, default=str)
+        return MIXTURE_FINGERPRINT + hashlib.sha256(text.encode()).hexdigest()[:16]
+
     @property
     def weights(self) -> tuple[float, ...]:
         """The exact weights the schedule follows (``shares / period``)."""
@@ -211,18 +234,21 @@ class Mixture(DatasetMixin):
         if not isinstance(state, dict) or state.get("kind") != _STATE_KIND:
             raise ValueError(f"state must be a mixture state (from Mixture.state_at), got "
                              f"{state!r:.200}")
+        # Another mixture is a refused resume (one except catches every one).
         lengths = list(state.get("lengths", ()))
         if len(lengths) != len(self.lengths):
-            raise ValueError(f"state is of a mixture of {len(lengths)} sources, this one has "
-                             f"{len(self.lengths)}")
+            raise ResumeMismatchError(f"state is of a mixture of {len(lengths)} sources, this "
+                                      f"one has {len(self.lengths)}", cause="mixture")
         for i, (saved, now) in enumerate(zip(lengths, self.lengths)):
             if saved != now:
-                raise ValueError(f"state's source {i} had {saved} examples, datasets[{i}] has "
-                                 f"{now}: a state continues the same sources")
+                raise ResumeMismatchError(f"state's source {i} had {saved} examples, "
+                                          f"datasets[{i}] has {now}: a state continues the "
+                                          f"same sources", cause="mixture")
         for name, now in (("seed", self.seed), ("shuffle", self.shuffle)):
             if state.get(name) != now:
-                raise ValueError(f"state's {name} is {state.get(name)!r}, this mixture's "
-                                 f"{now!r}: the sources' orders would differ")
+                raise ResumeMismatchError(f"state's {name} is {state.get(name)!r}, this "
+                                          f"mixture's {now!r}: the sources' orders would differ",
+                                          cause="seed" if name == "seed" else "mixture")
         consumed = state.get("consumed")
         if not isinstance(consumed, list) or len(consumed) != len(self.lengths):
             raise ValueError(f"state's consumed must be one count per source, got "
