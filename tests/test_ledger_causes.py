@@ -16,6 +16,7 @@ from dataset_kit import ResumeMismatchError
 from dataset_kit.datasets.mixture import mix
 from dataset_kit.engine import Engine, ResumeMismatchWarning
 from dataset_kit.iterators import SerialIterator
+from tests.engine.test_ledger_check import SeededOrder
 
 
 def ids(batch) -> list[int]:
@@ -98,19 +99,6 @@ def test_a_mixture_state_of_other_sources_is_a_resume_mismatch(change, cause):
 
 
 # -- seed ----------------------------------------------------------------------------
-
-
-class SeededOrder:
-    """A user's sampler whose seed is in its constructor only (not in its state)."""
-
-    def __init__(self, seed: int) -> None:
-        self.seed = seed
-
-    def __call__(self, current_order, current_position):
-        raise AssertionError("random access only")
-
-    def epoch_order(self, epoch, size):
-        return np.random.default_rng([self.seed, epoch]).permutation(size)
 
 
 def test_a_changed_seed_of_a_user_sampler_is_named_the_seed():
