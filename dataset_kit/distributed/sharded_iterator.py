@@ -297,8 +297,9 @@ class ShardedIterator(ChainerIterator):
         """Compare positions across ranks at an epoch's end (fails, not hangs, on a lost rank).
 
         With ``check_epochs``, each rank also sends what it consumed of the
-        epoch that ended (where it began, a count and a sum of mixed ids),
-        and every rank checks that the job consumed the epoch exactly once.
+        epoch that ended (where it began, a count, and the order's fingerprint
+        or, ``"full"``, a sum of mixed ids), and every rank checks that the
+        job consumed the epoch exactly once.
         """
         state = self.state_dict()["door"]
         mine: tuple = (state["epoch"], state["global_position"])
