@@ -91,7 +91,7 @@ def order_identity(sampler: Any) -> dict:
         return {"sampler": "none", "seed": None, "rank": None}
     seed = getattr(sampler, "seed", None)
     found: dict = {"sampler": sampler_kind(sampler),
-                   "seed": seed if type(seed) is int else None, "rank": None}
+                   "seed": seed if type(seed) is int and seed >= 0 else None, "rank": None}
     identity = getattr(sampler, "identity", None)
     if callable(identity):
         said = identity()

@@ -204,3 +204,38 @@ def test_a_state_saved_after_leaving_an_epoch_early_loads_and_goes_on_alike(shuf
     again = make()
     again.load_state_dict(engine.state_dict())
     assert again.ledger() == engine.ledger()
+
+
+def test_what_the_ledger_records_of_a_sampler():
+    from dataset_kit.engine import ShuffleOrderSampler, order_identity
+
+    class Odd:
+        seed = -1  # not a seed the ledger can record
+
+        def __call__(self, order, position):
+            return order
+
+    class Saying(Odd):
+        def identity(self):
+            return {"sampler": "mine", "rank": [1, 4]}
+
+    class Lying(Odd):
+        def identity(self):
+            return {"rank": [4, 4]}
+
+    assert order_identity(None) == {"sampler": "none", "seed": None, "rank": None}
+    assert order_identity(ShuffleOrderSampler(7)) == {"sampler": "shuffle", "seed": 7,
+                                                     "rank": None}
+    assert order_identity(Odd())["seed"] is None
+    assert order_identity(Saying()) == {"sampler": "mine", "seed": None, "rank": [1, 4]}
+    with pytest.raises(TypeError, match=r"identity\(\)\['rank'\]"):
+        order_identity(Lying())
+
+
+def test_a_malformed_sampler_record_in_a_ledger_is_refused_naming_it():
+    engine = Engine(np.arange(20), batch_size=3, seed=0)
+    engine.next()
+    state = engine.state_dict()
+    state["ledger"]["orders"]["seed"] = "seven"
+    with pytest.raises(ValueError, match=r"state\['ledger'\]\['orders'\]\['seed'\]"):
+        Engine(np.arange(20), batch_size=3, seed=0).load_state_dict(state)
