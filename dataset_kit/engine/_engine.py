@@ -734,6 +734,11 @@ class Engine:
             problems.append(("sampler", f"the state's orders came from sampler "
                                         f"{then['sampler']!r}, this iterator's come from "
                                         f"{now['sampler']!r}"))
+        elif then is not None and then["seed"] != now["seed"]:
+            # Even where the ids consumed so far agree (nothing consumed yet), the
+            # orders still to come would not be the saved run's.
+            problems.append(("seed", f"the sampler's seed changed ({then['seed']} -> "
+                                     f"{now['seed']})"))
         if ledger.dataset_length != self._dataset_length:
             problems.append(("dataset length", f"the state's ledger counts a dataset of "
                                                f"{ledger.dataset_length} examples, this one "
@@ -755,16 +760,12 @@ class Engine:
                                           f"its epoch), its position {mine.consumed_total} "
                                           f"({mine.consumed_in_epoch})"))
             elif mine.chain != ledger.chain:
-                seeds = (then["seed"], now["seed"]) if then is not None else (None, None)
-                seeded = None not in seeds and seeds[0] != seeds[1]
-                problems.append(("seed" if seeded else "order",
-                                 f"the {mine.consumed_total - base_total} ids consumed "
-                                 f"since epoch {base_epoch} began are not those this "
-                                 f"iterator's orders give (chain {ledger.chain:016x} "
-                                 f"saved, {mine.chain:016x} recomputed): "
-                                 + (f"the sampler's seed changed ({seeds[0]} -> {seeds[1]})"
-                                    if seeded else
-                                    "the seed, the sampler or the data's order changed")))
+                problems.append(("order", f"the {mine.consumed_total - base_total} ids "
+                                          f"consumed since epoch {base_epoch} began are not "
+                                          f"those this iterator's orders give (chain "
+                                          f"{ledger.chain:016x} saved, {mine.chain:016x} "
+                                          f"recomputed): the seed, the sampler or the data's "
+                                          f"order changed"))
         if problems:
             cause = problems[0][0]
             message = "the resume does not fit: " + "; ".join(text for _, text in problems)

@@ -94,7 +94,7 @@ def test_another_seed_of_the_sampler_is_refused_and_the_engine_is_unchanged():
         engine.load_state_dict(state)
     assert info.value.cause == "seed"
     assert consumed_ids(engine, 5) == consumed_ids(twin, 5)
-    with pytest.warns(ResumeMismatchWarning, match=r"ids consumed.*seed changed \(1 -> 2\)"):
+    with pytest.warns(ResumeMismatchWarning, match=r"seed changed \(1 -> 2\).*ids consumed"):
         engine.load_state_dict(state, strict=False)
     assert engine.position == saved.position
 
@@ -239,3 +239,13 @@ def test_a_malformed_sampler_record_in_a_ledger_is_refused_naming_it():
     state["ledger"]["orders"]["seed"] = "seven"
     with pytest.raises(ValueError, match=r"state\['ledger'\]\['orders'\]\['seed'\]"):
         Engine(np.arange(20), batch_size=3, seed=0).load_state_dict(state)
+
+
+def test_another_seed_is_refused_even_before_any_id_was_consumed():
+    # Nothing consumed, so the chains agree; the orders still to come would not.
+    state = Engine(np.arange(20), batch_size=3, order_sampler=SeededOrder(1),
+                   seed=0).state_dict()
+    with pytest.raises(ResumeMismatchError, match=r"seed changed \(1 -> 2\)") as info:
+        Engine(np.arange(20), batch_size=3, order_sampler=SeededOrder(2),
+               seed=0).load_state_dict(state)
+    assert info.value.cause == "seed"
