@@ -77,9 +77,8 @@ def order_identity(sampler: Any) -> dict:
     the name is :func:`sampler_kind`'s; the seed is the sampler's integer
     ``seed`` attribute, where it has one. A sampler says more (the samplers it
     wraps, the rank it serves) with an ``identity()`` method returning a dict
-    of any of these keys. A load that finds another name or rank refuses the
-    state (cause ``"sampler"`` or ``"ranks"``); another seed names the cause
-    of ids that differ (``"seed"``).
+    of any of these keys. A load that finds another name, rank or seed
+    refuses the state (cause ``"sampler"``, ``"ranks"`` or ``"seed"``).
 
     Args:
         sampler: an order sampler, or None (the identity order).
