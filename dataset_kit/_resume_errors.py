@@ -11,6 +11,10 @@ from __future__ import annotations
 RESUME_MISMATCH_CAUSES = ("dataset length", "files", "seed", "sampler", "mixture", "ranks",
                           "epoch", "order")
 
+#: How a mixture's fingerprint begins (:meth:`dataset_kit.datasets.mixture.Mixture.fingerprint`):
+#: the engine names a changed one cause "mixture", not "files".
+MIXTURE_FINGERPRINT = "mixture:"
+
 
 class ResumeMismatchError(ValueError):
     """A state does not fit the data or the iterator it is loaded into: the resume is refused.

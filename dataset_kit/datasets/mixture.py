@@ -35,7 +35,9 @@ has been exhausted at least once (earlier ones start a new epoch), and
 from __future__ import annotations
 
 import functools
+import hashlib
 import heapq
+import json
 import math
 from collections.abc import Sequence
 from fractions import Fraction
@@ -45,6 +47,7 @@ import numpy as np
 
 from dataset_kit import _example_context, _gather
 from dataset_kit._checks import non_negative_int
+from dataset_kit._resume_errors import MIXTURE_FINGERPRINT, ResumeMismatchError
 from dataset_kit.batch import ExampleBatch
 from dataset_kit.dataset import DatasetMixin, fetch_examples
 from dataset_kit.datasets._states import check_state, checksum
@@ -303,6 +306,26 @@ class Mixture(DatasetMixin):
         self._blocks: dict[int, _Block] = {}
         self._row_views: list[np.ndarray] | None = None
 
+    def fingerprint(self) -> str:
+        """The mixture's identity, for a checkpoint's ledger: ``"mixture:"`` and 16 hex digits.
+
+        A hash of the sources' lengths and fingerprints (where they have one),
+        the shares, the seed, the stop, ``shuffle`` and where each source
+        started. A state saved over another mixture is refused on load with
+        cause ``"mixture"`` (:class:`~dataset_kit.ResumeMismatchError`), even
+        when the mixture's length, and so its ids, did not change.
+        """
+        sources = []
+        for d in self.datasets:
+            value = getattr(d, "fingerprint", None)
+            sources.append(value() if callable(value) else value)
+        identity = {"lengths": self.lengths, "shares": self.shares, "seed": self.seed,
+                    "stop": self.stop, "shuffle": self.shuffle, "start": self.start,
+                    "sources": sources}
+        # default=str: a source's fingerprint of another type still names it.
+        text = json.dumps(identity, sort_keys=True, default=str)
+        return MIXTURE_FINGERPRINT + hashlib.sha256(text.encode()).hexdigest()[:16]
+
     @property
     def weights(self) -> tuple[float, ...]:
         """The exact weights the schedule follows (``shares / period``)."""
@@ -312,7 +335,7 @@ class Mixture(DatasetMixin):
         """Validate a state of either format and return how many examples each source gave."""
         check_state(state, _STATE_KIND, "Mixture.state_at",
                     (("seed", self.seed), ("shuffle", self.shuffle)), "mixture",
-                    "the sources' orders would differ")
+                    "the sources' orders would differ", cause="mixture")
         if "version" not in state:
             return self._check_first_state(state)
         if state["version"] != _STATE_VERSION:
@@ -320,13 +343,14 @@ class Mixture(DatasetMixin):
                              f"mixture states of version {_STATE_VERSION} and the first format")
         count = state.get("sources")
         if count != len(self.lengths):
-            raise ValueError(f"state is of a mixture of {count} sources, this one has "
-                             f"{len(self.lengths)}")
+            raise ResumeMismatchError(f"state is of a mixture of {count} sources, this one "
+                                      f"has {len(self.lengths)}", cause="mixture")
         if state.get("lengths") != checksum(self.lengths):
-            raise ValueError(f"state's sources have other lengths: their checksum is "
-                             f"{state.get('lengths')!r}, datasets' lengths {list(self.lengths)} "
-                             f"give {checksum(self.lengths)!r}: a state continues the "
-                             f"same sources")
+            raise ResumeMismatchError(
+                f"state's sources have other lengths: their checksum is "
+                f"{state.get('lengths')!r}, datasets' lengths {list(self.lengths)} give "
+                f"{checksum(self.lengths)!r}: a state continues the same sources",
+                cause="mixture")
         shares = state.get("shares")
         shares = [shares] * count if isinstance(shares, int) else shares
         if not isinstance(shares, list) or len(shares) != count:
@@ -346,12 +370,13 @@ class Mixture(DatasetMixin):
         """The first format: the lengths and how many examples each source gave, in full."""
         lengths = list(state.get("lengths", ()))
         if len(lengths) != len(self.lengths):
-            raise ValueError(f"state is of a mixture of {len(lengths)} sources, this one has "
-                             f"{len(self.lengths)}")
+            raise ResumeMismatchError(f"state is of a mixture of {len(lengths)} sources, this "
+                                      f"one has {len(self.lengths)}", cause="mixture")
         for i, (saved, now) in enumerate(zip(lengths, self.lengths)):
             if saved != now:
-                raise ValueError(f"state's source {i} had {saved} examples, datasets[{i}] has "
-                                 f"{now}: a state continues the same sources")
+                raise ResumeMismatchError(f"state's source {i} had {saved} examples, "
+                                          f"datasets[{i}] has {now}: a state continues the "
+                                          f"same sources", cause="mixture")
         consumed = state.get("consumed")
         if not isinstance(consumed, list) or len(consumed) != len(self.lengths):
             raise ValueError(f"state's consumed must be one count per source, got "

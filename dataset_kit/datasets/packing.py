@@ -118,7 +118,7 @@ class PackedDataset(DatasetMixin):
         check_state(state, _STATE_KIND, "PackedDataset.state_at",
                     (("version", _STATE_VERSION), ("length", self.length),
                      ("method", self.method)), "packing",
-                    "the open sequences were packed for it")
+                    "the open sequences were packed for it", cause="order")
         if not isinstance(self.dataset, Mixture):
             raise TypeError(f"a packing state continues a mixture: dataset must be "
                             f"mix(..., state=state['mixture']), got {type(self.dataset).__name__}")

@@ -11,6 +11,7 @@ that offset of the global order (``order_offset``), and reports it back.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from typing import Any
@@ -106,6 +107,18 @@ class _RankShareSampler(OrderSampler):
     def __call__(self, current_order: np.ndarray, current_position: int) -> np.ndarray:
         raise TypeError("a rank's share is computed per epoch; call epoch_order()")
 
+    def order_fingerprint(self, epoch: int, size: int) -> int:
+        """A 64-bit hash of what the global order of ``epoch`` and the cut are functions of.
+
+        The seed, ``shuffle``, the global sampler's kind and state, the epoch,
+        the dataset's length, the number of ranks, the batch size and the
+        policy: ranks that agree on it cut the same global order the same way.
+        """
+        identity = [self.seed, self.shuffle, self.global_sampler_state(), epoch, size,
+                    self.ranks, self.batch_size, self.policy]
+        text = json.dumps(identity, sort_keys=True, default=str).encode()
+        return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "little")
+
 
 class ShardedIterator(ChainerIterator):
     """Batches of this rank's share of a dataset that every rank holds in full.
@@ -156,10 +169,20 @@ class ShardedIterator(ChainerIterator):
             with the same batches; each rank starts its own actors.
         ray_address: the Ray cluster's address for ``executor="ray"``.
         check_epochs: at each epoch's end, prove over the job that every
-            example of the epoch was consumed once, by one rank (a count and
-            a sum of mixed ids per rank, in the allgather the ranks already
-            make); a rank resumed from another state than the others then
-            raises :class:`~dataset_kit.ResumeMismatchError` (cause ``"ranks"``).
+            example of the epoch was consumed once, by one rank, in the
+            allgather the ranks already make; a rank resumed from another
+            state than the others then raises
+            :class:`~dataset_kit.ResumeMismatchError` (cause ``"ranks"``).
+            True (or ``"order"``, the default): each rank sends where it
+            began, its count and a 64-bit fingerprint of the epoch's global
+            order (seed, epoch, length, sampler state); ranks that agree on
+            the order and whose counts fill the epoch from one offset have
+            consumed it exactly once, since each rank's share is a fixed cut
+            of that order. It costs O(ranks), whatever the epoch's length.
+            ``"full"``: each rank also hashes the ids it consumed (a sum of
+            mixed ids, order-independent), and the sums must add up to the
+            epoch's; it costs a pass over the rank's ids (see
+            :doc:`/resume`). False: no check.
 
     Raises:
         TypeError: if an integer argument is not an integer, ``converter``
@@ -178,12 +201,17 @@ class ShardedIterator(ChainerIterator):
                  converter: Callable[[Any], Any] | None = None,
                  start_method: str | None = None,
                  timeout: float | None = DEFAULT_BATCH_TIMEOUT,
-                 check_epochs: bool = True, executor: str | None = None,
+                 check_epochs: bool | str = True, executor: str | None = None,
                  ray_address: str | None = None) -> None:
         batch_size = positive_int("batch_size", batch_size)
-        if not isinstance(check_epochs, bool):
-            raise TypeError(f"check_epochs must be True or False, got {check_epochs!r}")
-        self.check_epochs = check_epochs
+        if not isinstance(check_epochs, (bool, str)):
+            raise TypeError(f"check_epochs must be True, False, 'order' or 'full', got "
+                            f"{check_epochs!r}")
+        if isinstance(check_epochs, str) and check_epochs not in ("order", "full"):
+            raise ValueError(f"check_epochs must be True, False, 'order' or 'full', got "
+                             f"{check_epochs!r}")
+        #: The exactly-once check at each epoch's end: ``"order"``, ``"full"`` or False.
+        self.check_epochs: str | bool = "order" if check_epochs is True else check_epochs
         # The sum of the mixed ids of a whole shuffled epoch does not depend on the epoch.
         self._whole_sum: int | None = None
         if last_batch not in SHARD_POLICIES:
@@ -212,7 +240,7 @@ class ShardedIterator(ChainerIterator):
         share = _RankShareSampler(0, self.shuffle, 0, 1, batch_size, last_batch, order_sampler)
         mine = {"dataset length": size, "batch_size": batch_size, "repeat": bool(repeat),
                 "shuffle": self.shuffle, "last_batch": last_batch,
-                "order_sampler": share.global_sampler_state()}
+                "order_sampler": share.global_sampler_state(), "check_epochs": self.check_epochs}
         if self.comm.rank == 0 and seed is None:
             seed = draw_seed()
         gathered = self.comm.allgather((mine, seed))
@@ -245,12 +273,33 @@ class ShardedIterator(ChainerIterator):
             self._check_in()
         return batch
 
+    def check_epoch(self) -> None:
+        """Run the check made at each epoch's end again, now: positions, and exactly-once.
+
+        It runs by itself when an epoch ends; call it (on every rank at once:
+        it is a collective) to check again, e.g. right after resuming from a
+        state saved at an epoch's end. With ``check_epochs`` False it only
+        compares the ranks' positions.
+
+        Raises:
+            RuntimeError: if the iterator is not at an epoch's end.
+            ResumeMismatchError: (cause ``"ranks"``) if the ranks did not
+                consume the epoch that ended exactly once.
+            DistributedError: if the ranks' positions differ or a rank is lost.
+        """
+        if not self._engine.position.is_new_epoch:
+            raise RuntimeError(f"check_epoch() is for an epoch's end; this rank is at "
+                               f"position {self._engine.position.current_position} of epoch "
+                               f"{self.epoch}")
+        self._check_in()
+
     def _check_in(self) -> None:
         """Compare positions across ranks at an epoch's end (fails, not hangs, on a lost rank).
 
         With ``check_epochs``, each rank also sends what it consumed of the
-        epoch that ended (where it began, a count and a sum of mixed ids),
-        and every rank checks that the job consumed the epoch exactly once.
+        epoch that ended (where it began, a count, and the order's fingerprint
+        or, ``"full"``, a sum of mixed ids), and every rank checks that the
+        job consumed the epoch exactly once.
         """
         state = self.state_dict()["door"]
         mine: tuple = (state["epoch"], state["global_position"])
@@ -268,13 +317,20 @@ class ShardedIterator(ChainerIterator):
             self._check_exactly_once(state["epoch"] - 1, [pos[2:] for pos in everyone])
 
     def _epoch_share(self, epoch: int) -> tuple[int, int, int]:
-        """``(offset, count, sum)`` of this rank's examples of ``epoch``, pads excluded."""
+        """``(offset, count, proof)`` of this rank's examples of ``epoch``, pads excluded.
+
+        The proof is the sum of their mixed ids (``"full"``), or the
+        fingerprint of the epoch's global order (``"order"``).
+        """
         engine = self._engine
         offset, head = engine.order_offset(epoch), engine.order_head(epoch)
-        order = engine.current_order(epoch)
         real = first_padding(engine.dataset_length - offset, self.comm.rank, self.comm.size)
-        ids = order[head:head + real] if order is not None else np.arange(head, head + real)
-        ids = ids[:engine.epoch_size - head]
+        count = max(0, min(real, engine.epoch_size - head))
+        if self.check_epochs != "full":
+            sampler: _RankShareSampler = engine.active_sampler
+            return offset, count, sampler.order_fingerprint(epoch, engine.dataset_length)
+        order = engine.current_order(epoch)
+        ids = order[head:head + count] if order is not None else np.arange(head, head + count)
         return offset, len(ids), mix_sum(ids)
 
     def _check_exactly_once(self, epoch: int, shares: list[tuple]) -> None:
@@ -300,8 +356,19 @@ class ShardedIterator(ChainerIterator):
         else:
             expected = remaining
         counts = [count for _, count, _ in shares]
-        total = sum(int(value) for _, _, value in shares) % (1 << 64)
-        if sum(counts) == expected and total == self._expected_sum(epoch, offset, expected):
+        proofs = [int(value) for _, _, value in shares]
+        if self.check_epochs != "full":
+            if len(set(proofs)) > 1:
+                raise ResumeMismatchError(
+                    f"the ranks cut epoch {epoch} from different global orders (fingerprints "
+                    f"{[f'{p:016x}' for p in proofs]}, one per rank): a rank was resumed from "
+                    f"another state, seed or sampler than the others", cause="ranks")
+            # One order, one offset, each rank its fixed cut of it (rank_share): the
+            # counts filling the epoch are the proof that it was consumed once.
+            if sum(counts) == expected:
+                return
+        elif sum(counts) == expected and \
+                sum(proofs) % (1 << 64) == self._expected_sum(epoch, offset, expected):
             return
         raise ResumeMismatchError(
             f"epoch {epoch} was not consumed exactly once over the {ranks} ranks: they consumed "

@@ -18,7 +18,8 @@ table of translations onto the names below, and uses no others:
   :class:`BatchStops`, :class:`StatefulSampler`, :class:`OffsetOrder`
   (an epoch that begins at an offset of a cut order); :class:`OrderSampler` and
   :class:`ShuffleOrderSampler` are ready implementations, and
-  :func:`sampler_kind` the name a state records for a sampler. The dataset
+  :func:`sampler_kind` the name a state records for a sampler (and
+  :func:`order_identity` what its ledger records of it). The dataset
   protocols: :class:`MapDataset` and :class:`BatchDataset`.
 * The converter hook (:data:`Converter`, ``ExecutorSpec(converter=...)``).
 * Adapters for users' samplers: :class:`IterableOrder` (an iterable of
@@ -66,6 +67,7 @@ from dataset_kit.engine.samplers import (
     OrderSampler,
     ShuffleOrderSampler,
     draw_seed,
+    order_identity,
     sampler_kind,
 )
 
@@ -103,5 +105,6 @@ __all__ = [
     "draw_seed",
     "mix_sum",
     "make_executor",
+    "order_identity",
     "sampler_kind",
 ]

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from dataset_kit._checks import non_negative_int, positive_int
+from dataset_kit._resume_errors import MIXTURE_FINGERPRINT
 from dataset_kit.engine import _checkpoint
 from dataset_kit.engine._epoch import EpochIterator
 from dataset_kit.engine._executor_spec import ExecutorSpec, make_executor
@@ -56,7 +57,12 @@ from dataset_kit.engine.autotune import AutoWorkers
 from dataset_kit.engine.errors import ResumeMismatchError, ResumeMismatchWarning
 from dataset_kit.engine.ledger import Ledger
 from dataset_kit.engine.protocols import BatchStops
-from dataset_kit.engine.samplers import ShuffleOrderSampler, draw_seed
+from dataset_kit.engine.samplers import (
+    ShuffleOrderSampler,
+    check_order_identity,
+    draw_seed,
+    order_identity,
+)
 
 # The NamedTuples' own constructors are Python functions; a plain batch builds
 # its plan and position directly (equal objects, for a fraction of the cost).
@@ -706,19 +712,33 @@ class Engine:
             ValueError: if the ledger is malformed.
         """
         ledger = Ledger.from_state(saved)
-        unknown = sorted(map(str, set(saved) - set(ledger.to_state()) - {"base"}))
+        unknown = sorted(map(str, set(saved) - set(ledger.to_state()) - {"base", "orders"}))
         if unknown:
             raise ValueError(f"state['ledger'] has unknown keys {unknown}")
         base_epoch, base_chain, base_total = read_base(
             saved.get("base") if isinstance(saved, dict) else None)
+        # The first ledgers (before 0.3) did not record the sampler: nothing to compare.
+        then = (check_order_identity(saved["orders"], "state['ledger']['orders']")
+                if "orders" in saved else None)
+        now = order_identity(orders.sampler)
         book = LedgerBook(self._spec, self._dataset_length, self._fingerprint,
                           {base_epoch: (base_chain, base_total)})
         problems: list[tuple[str, str]] = []
         # A state saved before the dataset said its fingerprint has none to compare.
         if ledger.fingerprint is not None and ledger.fingerprint != self._fingerprint:
-            problems.append(("files", f"the dataset's files changed since the state was saved "
-                                      f"(fingerprint {ledger.fingerprint} -> "
-                                      f"{self._fingerprint})"))
+            problems.append(_fingerprint_problem(ledger.fingerprint, self._fingerprint))
+        if then is not None and then["rank"] != now["rank"]:
+            problems.append(("ranks", f"the state was saved by {_rank_text(then['rank'])}, "
+                                      f"this iterator is {_rank_text(now['rank'])}"))
+        if then is not None and then["sampler"] != now["sampler"]:
+            problems.append(("sampler", f"the state's orders came from sampler "
+                                        f"{then['sampler']!r}, this iterator's come from "
+                                        f"{now['sampler']!r}"))
+        elif then is not None and then["seed"] != now["seed"]:
+            # Even where the ids consumed so far agree (nothing consumed yet), the
+            # orders still to come would not be the saved run's.
+            problems.append(("seed", f"the sampler's seed changed ({then['seed']} -> "
+                                     f"{now['seed']})"))
         if ledger.dataset_length != self._dataset_length:
             problems.append(("dataset length", f"the state's ledger counts a dataset of "
                                                f"{ledger.dataset_length} examples, this one "
@@ -740,11 +760,12 @@ class Engine:
                                           f"its epoch), its position {mine.consumed_total} "
                                           f"({mine.consumed_in_epoch})"))
             elif mine.chain != ledger.chain:
-                problems.append(("order", f"the {mine.consumed_total - base_total} ids consumed "
-                                          f"since epoch {base_epoch} began are not those this "
-                                          f"iterator's orders give (chain {ledger.chain:016x} "
-                                          f"saved, {mine.chain:016x} recomputed): the seed, the "
-                                          f"sampler or the data's order changed"))
+                problems.append(("order", f"the {mine.consumed_total - base_total} ids "
+                                          f"consumed since epoch {base_epoch} began are not "
+                                          f"those this iterator's orders give (chain "
+                                          f"{ledger.chain:016x} saved, {mine.chain:016x} "
+                                          f"recomputed): the seed, the sampler or the data's "
+                                          f"order changed"))
         if problems:
             cause = problems[0][0]
             message = "the resume does not fit: " + "; ".join(text for _, text in problems)
@@ -753,6 +774,18 @@ class Engine:
                                           cause=cause)
             warnings.warn(message, ResumeMismatchWarning, stacklevel=4)
         return book
+
+
+def _fingerprint_problem(saved: str, mine: str | None) -> tuple[str, str]:
+    if saved.startswith(MIXTURE_FINGERPRINT) and (mine or "").startswith(MIXTURE_FINGERPRINT):
+        return ("mixture", f"the mixture's sources, weights or files changed since the state "
+                           f"was saved (fingerprint {saved} -> {mine})")
+    return ("files", f"the dataset's files changed since the state was saved "
+                     f"(fingerprint {saved} -> {mine})")
+
+
+def _rank_text(rank: list[int] | None) -> str:
+    return "no rank of several" if rank is None else f"rank {rank[0]} of {rank[1]}"
 
 
 def dataset_fingerprint(dataset: Any) -> str | None:

@@ -25,6 +25,7 @@ from dataset_kit.engine._orders import Orders
 from dataset_kit.engine._spec import BatchSpec
 from dataset_kit.engine._statemachine import Position
 from dataset_kit.engine.ledger import CHAIN_START, Ledger, extend_chain, read_chain
+from dataset_kit.engine.samplers import order_identity
 
 
 class LedgerBook:
@@ -153,12 +154,18 @@ class LedgerBook:
                       self.fingerprint)
 
     def state(self, orders: Orders, position: Position) -> dict:
-        """The ledger's state (:meth:`Ledger.to_state`) with the base the load check starts at."""
+        """The ledger's state (:meth:`Ledger.to_state`) with the base the load check starts at.
+
+        And ``orders``: the sampler's name, seed and rank
+        (:func:`~dataset_kit.engine.samplers.order_identity`), so a load
+        names what changed, not only that the ids differ.
+        """
         ledger = self.ledger(orders, position)
         base = self.base_of(orders, position)
         chain, total = self.start(orders, base)
         return {**ledger.to_state(), "base": {"epoch": base, "chain": f"{chain:016x}",
-                                              "consumed": total}}
+                                              "consumed": total},
+                "orders": order_identity(orders.sampler)}
 
 
 def read_base(state: Any, where: str = "state['ledger']['base']") -> tuple[int, int, int]:

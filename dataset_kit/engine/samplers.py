@@ -70,6 +70,60 @@ def sampler_kind(sampler: Any) -> str:
     return getattr(sampler, "state_kind", None) or type(sampler).__qualname__
 
 
+def order_identity(sampler: Any) -> dict:
+    """Return what a ledger records of the sampler an iterator's orders come from.
+
+    ``{"sampler": name, "seed": seed or None, "rank": [rank, ranks] or None}``:
+    the name is :func:`sampler_kind`'s; the seed is the sampler's integer
+    ``seed`` attribute, where it has one. A sampler says more (the samplers it
+    wraps, the rank it serves) with an ``identity()`` method returning a dict
+    of any of these keys. A load that finds another name, rank or seed
+    refuses the state (cause ``"sampler"``, ``"ranks"`` or ``"seed"``).
+
+    Args:
+        sampler: an order sampler, or None (the identity order).
+
+    Raises:
+        TypeError: if ``identity()`` returns something else than such a dict.
+    """
+    if sampler is None:
+        return {"sampler": "none", "seed": None, "rank": None}
+    seed = getattr(sampler, "seed", None)
+    found: dict = {"sampler": sampler_kind(sampler),
+                   "seed": seed if type(seed) is int and seed >= 0 else None, "rank": None}
+    identity = getattr(sampler, "identity", None)
+    if callable(identity):
+        said = identity()
+        if not (isinstance(said, dict) and set(said) <= set(found)):
+            raise TypeError(f"{type(sampler).__qualname__}.identity() must return a dict of "
+                            f"{sorted(found)}, got {said!r:.200}")
+        found.update(said)
+    return check_order_identity(found, f"{type(sampler).__qualname__}.identity()",
+                                error=TypeError)
+
+
+def check_order_identity(value: Any, where: str, error: type[Exception] = ValueError) -> dict:
+    """Return ``value`` if it is :func:`order_identity`'s form.
+
+    Raises:
+        ValueError: (or ``error``) naming ``where`` and the field, if it is not.
+    """
+    if not isinstance(value, dict) or set(value) != {"sampler", "seed", "rank"}:
+        raise error(f"{where} must be a dict of 'sampler', 'seed' and 'rank', got "
+                    f"{value!r:.200}")
+    name, seed, rank = value["sampler"], value["seed"], value["rank"]
+    if not isinstance(name, str):
+        raise error(f"{where}['sampler'] must be a string, got {name!r:.200}")
+    if seed is not None and (type(seed) is not int or seed < 0):
+        raise error(f"{where}['seed'] must be an integer >= 0 or None, got {seed!r:.200}")
+    if rank is not None and not (isinstance(rank, (list, tuple)) and len(rank) == 2
+                                 and all(type(r) is int for r in rank)
+                                 and 0 <= rank[0] < rank[1]):
+        raise error(f"{where}['rank'] must be None or [rank, ranks] with 0 <= rank < ranks, "
+                    f"got {rank!r:.200}")
+    return {"sampler": name, "seed": seed, "rank": None if rank is None else list(rank)}
+
+
 class ShuffleOrderSampler(OrderSampler):
     """A fresh random permutation every epoch, recomputable from a seed.
 

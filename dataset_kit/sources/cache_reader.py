@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from dataset_kit import _uri
+from dataset_kit._files import files_fingerprint
 from dataset_kit.batch import ExampleBatch
 from dataset_kit.formats.nnabla_cache.reader import (
     INDEX_FILE,
@@ -93,5 +94,12 @@ class CacheDataSource(_ReadsCache):
         self._normalize = bool(normalize)
         cachedir = os.fspath(cachedir)
         self._use_reader(CacheReader(cachedir))
+        # A remote cache's local copies are new files each run: no stamps to compare.
+        self._stamp = None if _uri.is_remote(cachedir) else files_fingerprint(
+            *self._reader.paths)
         if not _uri.is_remote(cachedir):
             remove_debris(_uri.local_path(cachedir), under_lock=False)
+
+    def fingerprint(self) -> str | None:
+        """The chunk files' sizes and mtimes when opened (None for an http(s) cache)."""
+        return self._stamp

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from dataset_kit import _uri
+from dataset_kit._files import files_fingerprint
 from dataset_kit.formats.csv import read_csv_rows
 from dataset_kit.formats.nnabla_csv import parse_name, refuse_duplicate_columns
 from dataset_kit.image.decode import read_image
@@ -55,7 +56,9 @@ class CsvDataSource(DataSource):
         super().__init__(shuffle=shuffle, rng=rng)
         self._filename = os.fspath(filename)
         self._normalize = bool(normalize)
-        rows = read_csv_rows(_uri.local_path(self._filename), self._filename)
+        local = _uri.local_path(self._filename)
+        rows = read_csv_rows(local, self._filename)
+        self._stamp = None if _uri.is_remote(self._filename) else files_fingerprint(local)
         if not rows:
             raise ValueError(f"{self._filename}: the CSV dataset has no header row")
         header, rows = rows[0], rows[1:]
@@ -75,6 +78,10 @@ class CsvDataSource(DataSource):
         self._variables = tuple(OrderedDict.fromkeys(v for v, _ in self._columns))
         self._size = len(self._rows)
         self.reset()
+
+    def fingerprint(self) -> str | None:
+        """The CSV file's size and mtime when it was read (None for an http(s) file)."""
+        return self._stamp
 
     def reset(self) -> None:
         """Go back to position 0; with ``shuffle``, draw a new order (NNabla's)."""

@@ -67,6 +67,17 @@ class DataSource(DatasetMixin):
         """The names of an example's parts, in order."""
         return tuple(self._variables or ())
 
+    def fingerprint(self) -> Any:
+        """The identity of the source's files, for a checkpoint's ledger; None (no files).
+
+        File-backed sources (:class:`~dataset_kit.sources.CsvDataSource`,
+        :class:`~dataset_kit.sources.CacheDataSource`) return their files'
+        stamps, taken when opened; a source over others returns theirs. A
+        :class:`~dataset_kit.sources.DataIterator` resumed over files that
+        changed since its state was saved is then refused (cause ``"files"``).
+        """
+        return None
+
     @property
     def position(self) -> int:
         """The position of the next :meth:`next` call (NNabla's sequential reading)."""
@@ -198,6 +209,13 @@ class SlicedDataSource(DataSource):
     def _get_data(self, position: int) -> Sequence[Any]:
         return self._data_source._get_data(self._slice_start + position)
 
+    def fingerprint(self) -> Any:
+        """The sliced source's fingerprint and the slice, or None if it has none."""
+        inner = self._data_source.fingerprint()
+        return None if inner is None else {"slice": [self._slice_start,
+                                                     self._slice_start + self._size],
+                                           "of": inner}
+
     def close(self) -> None:
         self._data_source.close()
         super().close()
@@ -231,6 +249,11 @@ class ConcatDataSource(DataSource):
         k = int(np.searchsorted(self._ends, position, side="right"))
         start = int(self._ends[k - 1]) if k else 0
         return self._data_sources[k]._get_data(position - start)
+
+    def fingerprint(self) -> Any:
+        """The sources' fingerprints, in order, or None if none has one."""
+        found = [source.fingerprint() for source in self._data_sources]
+        return None if all(f is None for f in found) else found
 
     def reset(self) -> None:
         """Go back to position 0; with ``shuffle``, draw a new order (NNabla's)."""
@@ -272,6 +295,10 @@ class DataSourceWithMemoryCache(DataSource):
             self._on_memory = _nbytes(first) * self._size < MEMORY_CACHE_MAX_BYTES
             if self._on_memory:
                 self._cache[0] = first
+
+    def fingerprint(self) -> Any:
+        """The cached source's fingerprint."""
+        return self._data_source.fingerprint()
 
     def _get_data(self, position: int) -> Sequence[Any]:
         if not self._on_memory:

@@ -88,6 +88,11 @@ class DataSourceWithFileCache(_ReadsCache):
             if cache_dir is None else None
         self._use_reader(write_cache(self._cache_dir, data_source, cache_file_name_prefix))
 
+    def fingerprint(self) -> Any:
+        """The cached source's fingerprint: the cache is made from it (anew in a temporary
+        directory each run, so its own files' stamps would differ)."""
+        return self._data_source.fingerprint()
+
     @property
     def cache_dir(self) -> str:
         """Where the cache is."""

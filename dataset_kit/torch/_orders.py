@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch.utils.data import BatchSampler
 
-from dataset_kit.engine import OrderSampler
+from dataset_kit.engine import OrderSampler, ResumeMismatchError
 
 _KEPT_EPOCHS = 4  # draws kept: the engine plans at most one epoch ahead
 
@@ -107,6 +107,27 @@ class SamplerOrder(OrderSampler):
         for kept in (self._after, self._uses_global):
             kept.pop(epoch - _KEPT_EPOCHS, None)
         return order
+
+    def identity(self) -> dict:
+        """The torch samplers the orders come from, and the rank a distributed one serves.
+
+        What a checkpoint's ledger records
+        (:func:`~dataset_kit.engine.samplers.order_identity`): a state of a
+        ``RandomSampler`` loaded under a ``SequentialSampler`` is refused
+        (cause ``"sampler"``), and one of rank 1 loaded into rank 0 too
+        (cause ``"ranks"``), before any of their ids are compared.
+        """
+        inner = getattr(self.index_sampler, "sampler", None) if self.batched else None
+        name = type(self.index_sampler).__qualname__
+        if inner is not None:
+            name += f"({type(inner).__qualname__})"
+        owner = self._epoch_owner
+        rank, ranks = getattr(owner, "rank", None), getattr(owner, "num_replicas", None)
+        known = type(rank) is int and type(ranks) is int and 0 <= rank < ranks
+        seed = getattr(owner, "seed", None)  # DistributedSampler's
+        return {"sampler": f"{self.state_kind}:{name}",
+                "seed": seed if type(seed) is int and seed >= 0 else None,
+                "rank": [rank, ranks] if known else None}
 
     @contextlib.contextmanager
     def drawing_in_the_open(self) -> Iterator[None]:
@@ -214,10 +235,18 @@ class SamplerOrder(OrderSampler):
         """Return the generator states of ``state``, decoded.
 
         Raises:
-            ValueError: if it was not made by a loader with as many generators.
+            ResumeMismatchError: (cause ``"sampler"``) if it was made by a loader
+                with as many generators as another number of samplers (or a
+                sampler with a generator of its own swapped for one without).
+            ValueError: if it holds no list of generator states.
         """
         states = state.get("generators") if isinstance(state, dict) else None
-        if not isinstance(states, list) or len(states) != len(self._generators):
+        if isinstance(states, list) and len(states) != len(self._generators):
+            raise ResumeMismatchError(
+                f"state['torch']['generators'] holds {len(states)} generator state(s), this "
+                f"loader has {len(self._generators)} (its generator and its samplers'): the "
+                f"state was saved with other samplers", cause="sampler")
+        if not isinstance(states, list):
             raise ValueError(
                 f"state['torch']['generators'] must hold {len(self._generators)} generator "
                 f"state(s) (this loader's generator and its samplers'), got {states!r:.80}")

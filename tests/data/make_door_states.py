@@ -2,8 +2,10 @@
 
 Run once with the code of the release to freeze (main at 84cb90b, before the
 engine became a package): ``PYTHONPATH=<checkout> python tests/data/make_door_states.py``
-from that checkout. tests/test_door_states_compat.py loads these states with
-today's code and checks the same batches follow.
+from that checkout. door_states_ledger1.json was written the same way by main
+at 9e1c582 (the first ledger format), with its name as the argument.
+tests/test_door_states_compat.py loads these states with today's code and
+checks the same batches follow.
 """
 
 from __future__ import annotations

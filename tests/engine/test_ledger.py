@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dataset_kit.engine.ledger import CHAIN_START, Ledger, extend_chain
+from dataset_kit.engine.ledger import CHAIN_START, Ledger, extend_chain, mix_sum
 
 ids_lists = st.lists(st.integers(0, 2**40), max_size=300)
 
@@ -72,3 +72,29 @@ def test_a_ledger_round_trips_its_state_and_refuses_bad_fields():
             Ledger.from_state(state)
     with pytest.raises(ValueError, match="must be a dict"):
         Ledger.from_state([1])
+
+
+def mix_one(i: int) -> int:
+    mask = (1 << 64) - 1
+    z = (i + 0x9E3779B97F4A7C15) & mask
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+    return z ^ (z >> 31)
+
+
+@settings(max_examples=60, deadline=None)
+@given(ids_lists)
+def test_mix_sum_is_the_sum_of_the_mixed_ids(ids):
+    assert mix_sum(ids) == sum(map(mix_one, ids)) & ((1 << 64) - 1)
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.uint64, np.int32, np.uint16])
+def test_the_chain_and_the_sum_do_not_depend_on_the_ids_dtype_or_the_blocks(dtype):
+    ids = np.random.default_rng(1).permutation(140_000) % 60_000
+    ref = [int(i) for i in ids[:300]]
+    assert extend_chain(CHAIN_START, ids[:300].astype(dtype)) == chain_one_by_one(ref)
+    parts = CHAIN_START
+    for cut in np.split(ids, [70_000]):
+        parts = extend_chain(parts, cut.astype(dtype))
+    assert extend_chain(CHAIN_START, ids.astype(dtype)) == parts
+    assert mix_sum(ids.astype(dtype)) == (mix_sum(ids[:65_537]) + mix_sum(ids[65_537:])) % 2**64

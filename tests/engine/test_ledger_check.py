@@ -90,11 +90,11 @@ def test_another_seed_of_the_sampler_is_refused_and_the_engine_is_unchanged():
     engine = Engine(np.arange(20), batch_size=3, order_sampler=SeededOrder(2), seed=0)
     twin = Engine(np.arange(20), batch_size=3, order_sampler=SeededOrder(2), seed=0)
     consumed_ids(engine, 2), consumed_ids(twin, 2)
-    with pytest.raises(ResumeMismatchError, match="chain") as info:
+    with pytest.raises(ResumeMismatchError, match=r"seed changed \(1 -> 2\)") as info:
         engine.load_state_dict(state)
-    assert info.value.cause == "order"
+    assert info.value.cause == "seed"
     assert consumed_ids(engine, 5) == consumed_ids(twin, 5)
-    with pytest.warns(ResumeMismatchWarning, match="ids consumed"):
+    with pytest.warns(ResumeMismatchWarning, match=r"seed changed \(1 -> 2\).*ids consumed"):
         engine.load_state_dict(state, strict=False)
     assert engine.position == saved.position
 
@@ -177,7 +177,7 @@ def test_the_oracle_s_mutants_are_refused_by_the_ledger_alone(change):
         state["order_sampler"]["state"]["seed"] += 1
     with pytest.raises(ResumeMismatchError) as info:
         Engine(np.arange(20), batch_size=3, seed=0).load_state_dict(state)
-    assert info.value.cause == ("order" if change == "wrong seed" else "epoch")
+    assert info.value.cause == ("seed" if change == "wrong seed" else "epoch")
 
 
 @pytest.mark.parametrize("shuffle", [False, True])
@@ -204,3 +204,48 @@ def test_a_state_saved_after_leaving_an_epoch_early_loads_and_goes_on_alike(shuf
     again = make()
     again.load_state_dict(engine.state_dict())
     assert again.ledger() == engine.ledger()
+
+
+def test_what_the_ledger_records_of_a_sampler():
+    from dataset_kit.engine import ShuffleOrderSampler, order_identity
+
+    class Odd:
+        seed = -1  # not a seed the ledger can record
+
+        def __call__(self, order, position):
+            return order
+
+    class Saying(Odd):
+        def identity(self):
+            return {"sampler": "mine", "rank": [1, 4]}
+
+    class Lying(Odd):
+        def identity(self):
+            return {"rank": [4, 4]}
+
+    assert order_identity(None) == {"sampler": "none", "seed": None, "rank": None}
+    assert order_identity(ShuffleOrderSampler(7)) == {"sampler": "shuffle", "seed": 7,
+                                                     "rank": None}
+    assert order_identity(Odd())["seed"] is None
+    assert order_identity(Saying()) == {"sampler": "mine", "seed": None, "rank": [1, 4]}
+    with pytest.raises(TypeError, match=r"identity\(\)\['rank'\]"):
+        order_identity(Lying())
+
+
+def test_a_malformed_sampler_record_in_a_ledger_is_refused_naming_it():
+    engine = Engine(np.arange(20), batch_size=3, seed=0)
+    engine.next()
+    state = engine.state_dict()
+    state["ledger"]["orders"]["seed"] = "seven"
+    with pytest.raises(ValueError, match=r"state\['ledger'\]\['orders'\]\['seed'\]"):
+        Engine(np.arange(20), batch_size=3, seed=0).load_state_dict(state)
+
+
+def test_another_seed_is_refused_even_before_any_id_was_consumed():
+    # Nothing consumed, so the chains agree; the orders still to come would not.
+    state = Engine(np.arange(20), batch_size=3, order_sampler=SeededOrder(1),
+                   seed=0).state_dict()
+    with pytest.raises(ResumeMismatchError, match=r"seed changed \(1 -> 2\)") as info:
+        Engine(np.arange(20), batch_size=3, order_sampler=SeededOrder(2),
+               seed=0).load_state_dict(state)
+    assert info.value.cause == "seed"

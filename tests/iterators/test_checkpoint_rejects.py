@@ -66,6 +66,11 @@ def same_state(loaded: dict, given: dict) -> bool:
         # A state without a ledger loads (with a warning); the next one saved has one.
         loaded = {**loaded, "engine": {k: v for k, v in loaded["engine"].items()
                                        if k != "ledger"}}
+    elif engine is not None and isinstance(engine["ledger"], dict) \
+            and "orders" not in engine["ledger"]:
+        # A ledger of the first format (no sampler record) loads; the next one has it.
+        ledger = {k: v for k, v in loaded["engine"]["ledger"].items() if k != "orders"}
+        loaded = {**loaded, "engine": {**loaded["engine"], "ledger": ledger}}
     if given.get("version") == 1:
         v2_only = ("version", "epoch_size", "last_batch", "carry")
         loaded = {k: v for k, v in loaded.items() if k not in v2_only}
