@@ -29,6 +29,7 @@ from dataset_kit.distributed._shards import (
 from dataset_kit.distributed.communicators import DistributedError, as_communicator
 from dataset_kit.engine import (
     DEFAULT_BATCH_TIMEOUT,
+    AutoWorkers,
     Engine,
     ExecutorSpec,
     OrderSampler,
@@ -156,7 +157,10 @@ class ShardedIterator(ChainerIterator):
             ``DistributedSampler`` do; the last batch may be short),
             ``'pad'`` (padded to full batches) or ``'discard'`` (cut to full
             batches).
-        n_processes: build batches in this many worker processes per rank.
+        n_processes: build batches in this many worker processes per rank,
+            or ``"auto"``: each rank starts with one and adds or removes
+            workers while it runs (:class:`~dataset_kit.engine.AutoWorkers`),
+            with the same batches as any fixed count.
         n_threads: build batches on this many threads per rank.
         converter: applied to each batch where it is built (e.g.
             :func:`~dataset_kit.concat_examples`), or None.
@@ -168,6 +172,9 @@ class ShardedIterator(ChainerIterator):
             ``n_processes`` workers are actors of a Ray cluster (:doc:`/cluster`),
             with the same batches; each rank starts its own actors.
         ray_address: the Ray cluster's address for ``executor="ray"``.
+        memory_limit: with ``n_processes="auto"``, the bytes of worker memory
+            (RSS) not to pass when adding workers (default: half of what is
+            available).
         check_epochs: at each epoch's end, prove over the job that every
             example of the epoch was consumed once, by one rank, in the
             allgather the ranks already make; a rank resumed from another
@@ -197,13 +204,16 @@ class ShardedIterator(ChainerIterator):
     def __init__(self, dataset: Any, batch_size: int, comm: Any = None, *, repeat: bool = True,
                  shuffle: bool | None = None, seed: int | None = None,
                  last_batch: str = "keep", order_sampler: Any = None,
-                 n_processes: int | None = None, n_threads: int | None = None,
+                 n_processes: int | str | None = None, n_threads: int | None = None,
                  converter: Callable[[Any], Any] | None = None,
                  start_method: str | None = None,
                  timeout: float | None = DEFAULT_BATCH_TIMEOUT,
                  check_epochs: bool | str = True, executor: str | None = None,
-                 ray_address: str | None = None) -> None:
+                 ray_address: str | None = None, memory_limit: int | None = None) -> None:
         batch_size = positive_int("batch_size", batch_size)
+        # "auto" is each rank's own: worker counts never change the batches.
+        n_processes, autotune = AutoWorkers.for_argument("n_processes", n_processes,
+                                                         memory_limit)
         if not isinstance(check_epochs, (bool, str)):
             raise TypeError(f"check_epochs must be True, False, 'order' or 'full', got "
                             f"{check_epochs!r}")
@@ -265,7 +275,7 @@ class ShardedIterator(ChainerIterator):
         ).placed(executor, ray_address)
         super().__init__(Engine(dataset, batch_size=batch_size, repeat=repeat,
                                 order_sampler=sampler, seed=seed, last_batch=last_batch,
-                                executor=spec))
+                                executor=spec, autotune=autotune))
 
     def __next__(self) -> Any:
         batch = self._engine.next()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -128,6 +130,39 @@ def test_torch_loader_auto_gives_the_batches_of_0_and_3_workers() -> None:
     expected = batches(0)
     assert batches(3) == expected
     assert batches("auto") == expected
+
+
+def test_sharded_iterator_auto_gives_each_rank_the_batches_of_0_and_3_workers() -> None:
+    from dataset_kit.distributed import ShardedIterator, ThreadRanks
+
+    def batches(**kwargs) -> list:
+        group = ThreadRanks(2)
+        out: list = [None, None]
+
+        def rank(r: int) -> None:
+            it = ShardedIterator(_Slow(), 4, group.communicator(r), seed=7, **kwargs)
+            try:
+                out[r] = _batches(it, 40)  # over three epochs: decisions at 16 and 32
+            except BaseException:
+                group.abort()  # the other rank's collective fails instead of waiting
+                raise
+
+        threads = [threading.Thread(target=rank, args=(r,)) for r in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+        assert None not in out, "a rank failed or hung"
+        return out
+
+    expected = batches()
+    assert batches(n_processes=3) == expected
+    with dataset_kit.profile() as p:
+        assert batches(n_processes="auto") == expected
+    # Each rank's own controller decided every 16 of its batches.
+    assert sorted(d["batch"] for d in p.to_json()["decisions"]) == [16, 16, 32, 32]
+    with pytest.raises(ValueError, match="memory_limit is for n_processes='auto'"):
+        ShardedIterator(_Slow(), 4, n_threads=2, memory_limit=1 << 30)
 
 
 @pytest.mark.parametrize("kill_at", [15, 16, 17, 20])
