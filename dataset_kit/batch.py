@@ -16,27 +16,40 @@ import numpy as np
 
 class RaggedColumn(Sequence):
     """Rows of different lengths as one values array and offsets: row ``i`` is
-    ``values[offsets[i]:offsets[i + 1]]`` (a view, never a copy).
+    ``values[offsets[i]:offsets[i + 1]]`` (a view, never a copy), or None if
+    ``valid`` says it is null.
 
-    A batch of token-id lists kept this way is two arrays, whatever its number
-    of rows: it is gathered with a few vectorised numpy calls, padded into one
-    array by :func:`~dataset_kit.concat_examples` without a loop over rows,
-    and crosses a process boundary (shared memory or a pickle) as two arrays.
+    A batch of token-id lists kept this way is two arrays (three with nulls),
+    whatever its number of rows: it is gathered with a few vectorised numpy
+    calls, padded into one array by :func:`~dataset_kit.concat_examples`
+    without a loop over rows, and crosses a process boundary (shared memory
+    or a pickle) as those arrays.
+
+    A null row (a missing list, as Arrow and Parquet have) is None when
+    indexed or iterated, and has length 0 in :attr:`lengths`; an empty list
+    is an empty array. A column with a null row cannot be padded
+    (:meth:`padded` raises a ValueError naming the row): a null has no
+    values to pad, and padding it as an empty list would hide it.
 
     Args:
         values: the rows' values, concatenated along axis 0.
         offsets: ``len(rows) + 1`` non-decreasing integers within
             ``[0, len(values)]``.
+        valid: None (no row is null), or one boolean per row, False where
+            the row is null; a null row must span no values.
 
     Raises:
-        TypeError: if ``values`` or ``offsets`` is not a numpy array, or
-            ``offsets`` is not a 1-D integer array.
-        ValueError: if ``offsets`` is empty, decreases or leaves ``values``.
+        TypeError: if ``values`` or ``offsets`` is not a numpy array,
+            ``offsets`` is not a 1-D integer array, or ``valid`` is neither
+            None nor a 1-D boolean array.
+        ValueError: if ``offsets`` is empty, decreases or leaves ``values``,
+            or ``valid`` is not one flag per row or marks a row with values null.
     """
 
-    __slots__ = ("values", "offsets")
+    __slots__ = ("values", "offsets", "valid")
 
-    def __init__(self, values: np.ndarray, offsets: np.ndarray) -> None:
+    def __init__(self, values: np.ndarray, offsets: np.ndarray,
+                 valid: np.ndarray | None = None) -> None:
         if not isinstance(values, np.ndarray) or values.ndim < 1:
             raise TypeError(f"values must be a numpy array with ndim >= 1, got "
                             f"{type(values).__name__}")
@@ -50,28 +63,48 @@ class RaggedColumn(Sequence):
         if offsets[0] < 0 or offsets[-1] > len(values) or np.any(np.diff(offsets) < 0):
             raise ValueError(f"offsets must be non-decreasing within [0, {len(values)}] "
                              f"(the length of values), got {offsets[:8]}...")
+        if valid is not None:
+            if not isinstance(valid, np.ndarray) or valid.ndim != 1 or valid.dtype != bool:
+                raise TypeError(f"valid must be None or a 1-D numpy array of booleans, got "
+                                f"{getattr(valid, 'dtype', type(valid).__name__)} of shape "
+                                f"{getattr(valid, 'shape', None)}")
+            if len(valid) != len(offsets) - 1:
+                raise ValueError(f"valid must hold one flag per row ({len(offsets) - 1}), "
+                                 f"got {len(valid)}")
+            spans = np.flatnonzero(~valid & (np.diff(offsets) != 0))
+            if len(spans):
+                raise ValueError(f"row {int(spans[0])} is marked null (valid False) but spans "
+                                 f"values; a null row must span none")
         self.values = values
         self.offsets = offsets.astype(np.int64, copy=False)
+        self.valid = valid
 
     @classmethod
-    def from_checked(cls, values: np.ndarray, offsets: np.ndarray) -> RaggedColumn:
+    def from_checked(cls, values: np.ndarray, offsets: np.ndarray,
+                     valid: np.ndarray | None = None) -> RaggedColumn:
         """Build a column from arrays the caller has already checked (hot path)."""
         column = cls.__new__(cls)
-        column.values, column.offsets = values, offsets
+        column.values, column.offsets, column.valid = values, offsets, valid
         return column
 
     @classmethod
-    def from_rows(cls, rows: Sequence[np.ndarray]) -> RaggedColumn:
-        """The rows (arrays of one dtype, equal shapes after axis 0) as one column.
+    def from_rows(cls, rows: Sequence[np.ndarray | None]) -> RaggedColumn:
+        """The rows (arrays of one dtype, equal shapes after axis 0; None for a null
+        row) as one column.
 
         Raises:
-            ValueError: if ``rows`` is empty.
+            ValueError: if ``rows`` holds no array (nothing to take the dtype from).
         """
-        if len(rows) == 0:
-            raise ValueError("from_rows needs at least one row to know the dtype, got none")
-        lengths = np.fromiter((len(r) for r in rows), np.int64, len(rows))
-        return cls.from_checked(np.concatenate(rows),
-                                np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64))
+        present = [r for r in rows if r is not None]
+        if not present:
+            raise ValueError("from_rows needs at least one row that is an array to know the "
+                             "dtype, got none")
+        lengths = np.fromiter((0 if r is None else len(r) for r in rows), np.int64, len(rows))
+        valid = None if len(present) == len(rows) else \
+            np.fromiter((r is not None for r in rows), bool, len(rows))
+        return cls.from_checked(np.concatenate(present),
+                                np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
+                                valid)
 
     @property
     def dtype(self) -> np.dtype:
@@ -80,13 +113,26 @@ class RaggedColumn(Sequence):
 
     @property
     def lengths(self) -> np.ndarray:
-        """Each row's length."""
+        """Each row's length (0 for a null row)."""
         return np.diff(self.offsets)
 
     @property
+    def null_count(self) -> int:
+        """The number of null rows."""
+        return 0 if self.valid is None else int(len(self.valid) - np.count_nonzero(self.valid))
+
+    def first_null(self) -> int | None:
+        """The position of the first null row, or None if no row is null."""
+        if self.valid is None:
+            return None
+        nulls = np.flatnonzero(~self.valid)
+        return int(nulls[0]) if len(nulls) else None
+
+    @property
     def nbytes(self) -> int:
-        """Bytes of the values and offsets."""
-        return int(self.values.nbytes + self.offsets.nbytes)
+        """Bytes of the values, offsets and validity flags."""
+        flags = 0 if self.valid is None else self.valid.nbytes
+        return int(self.values.nbytes + self.offsets.nbytes + flags)
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
@@ -97,19 +143,25 @@ class RaggedColumn(Sequence):
             if not -n <= index < n:
                 raise IndexError(f"row {index} out of range for a column of {n} rows")
             index = int(index) % n if n else 0
+            if self.valid is not None and not self.valid[index]:
+                return None
             return self.values[self.offsets[index]:self.offsets[index + 1]]
         if isinstance(index, slice):
             return self.take(np.arange(len(self))[index])
         return self.take(np.asarray(index))
 
-    def __iter__(self) -> Iterator[np.ndarray]:
+    def __iter__(self) -> Iterator[np.ndarray | None]:
         values, bounds = self.values, self.offsets.tolist()
-        return (values[a:b] for a, b in zip(bounds[:-1], bounds[1:]))
+        rows = (values[a:b] for a, b in zip(bounds[:-1], bounds[1:]))
+        if self.valid is None:
+            return rows
+        return (row if ok else None for row, ok in zip(rows, self.valid.tolist()))
 
     def take(self, rows: np.ndarray) -> RaggedColumn:
         """The rows at ``rows`` (integers, in that order) as a new contiguous column."""
         rows = np.asarray(rows, dtype=np.int64)
         starts, ends = self.offsets[rows], self.offsets[rows + 1]
+        valid = None if self.valid is None else self.valid[rows]
         offsets = np.zeros(len(rows) + 1, dtype=np.int64)
         np.cumsum(ends - starts, out=offsets[1:])
         if _long_rows(offsets):
@@ -119,8 +171,8 @@ class RaggedColumn(Sequence):
                                      zip(starts.tolist(), ends.tolist())]) \
                 if len(rows) else self.values[:0]
         else:
-            values = self.values[_value_index(starts, offsets)]
-        return RaggedColumn.from_checked(values, offsets)
+            values = self.values[value_index(starts, offsets)]
+        return RaggedColumn.from_checked(values, offsets, valid)
 
     @staticmethod
     def concatenate(columns: Sequence[RaggedColumn]) -> RaggedColumn:
@@ -136,11 +188,24 @@ class RaggedColumn(Sequence):
         shifts = np.cumsum([0] + [len(c.values) for c in parts[:-1]])
         offsets = np.concatenate([parts[0].offsets[:1]] + [
             c.offsets[1:] + shift for c, shift in zip(parts, shifts)])
-        return RaggedColumn.from_checked(np.concatenate([c.values for c in parts]), offsets)
+        valid = None
+        if any(c.valid is not None for c in parts):
+            valid = np.concatenate([np.ones(len(c), bool) if c.valid is None else c.valid
+                                    for c in parts])
+        return RaggedColumn.from_checked(np.concatenate([c.values for c in parts]), offsets,
+                                         valid)
 
     def padded(self, padding: Any) -> np.ndarray:
         """The rows as one array of shape ``(rows, longest, ...)`` of the values' dtype,
-        each row filled up with ``padding``."""
+        each row filled up with ``padding``.
+
+        Raises:
+            ValueError: if a row is null (naming the first one).
+        """
+        null = self.first_null()
+        if null is not None:
+            raise ValueError(f"row {null} is null (None), and a null list has no values to "
+                             f"pad; {self.null_count} of {len(self)} rows are null")
         lengths = self.lengths
         longest = int(lengths.max()) if len(lengths) else 0
         out = np.full((len(self), longest) + self.values.shape[1:], padding,
@@ -153,7 +218,7 @@ class RaggedColumn(Sequence):
         else:
             # Value j of the rows goes to (its row, j - its row's start).
             rows = np.repeat(np.arange(len(self)), lengths)
-            within = _value_index(np.zeros(len(self), np.int64), self.offsets - self.offsets[0])
+            within = value_index(np.zeros(len(self), np.int64), self.offsets - self.offsets[0])
             out[rows, within] = self.values[self.offsets[0]:self.offsets[-1]]
         return out
 
@@ -161,15 +226,22 @@ class RaggedColumn(Sequence):
         if not isinstance(other, RaggedColumn):
             return NotImplemented
         return len(self) == len(other) and bool(np.array_equal(self.lengths, other.lengths)) \
-            and all(np.array_equal(a, b) for a, b in zip(self, other))
+            and self._validity() == other._validity() \
+            and all(np.array_equal(a, b) for a, b in zip(self, other)
+                    if a is not None and b is not None)
+
+    def _validity(self) -> list[bool]:
+        return [True] * len(self) if self.valid is None else self.valid.tolist()
 
     __hash__ = None  # type: ignore[assignment]
 
     def __reduce__(self) -> tuple:
-        return (RaggedColumn.from_checked, (self.values, self.offsets))
+        return (RaggedColumn.from_checked, (self.values, self.offsets, self.valid))
 
     def __repr__(self) -> str:
-        return f"RaggedColumn(rows={len(self)}, values={self.values.dtype}{self.values.shape})"
+        nulls = f", nulls={self.null_count}" if self.null_count else ""
+        return (f"RaggedColumn(rows={len(self)}, values={self.values.dtype}"
+                f"{self.values.shape}{nulls})")
 
 
 # Rows at least this long on average are copied one slice each; shorter ones
@@ -182,7 +254,7 @@ def _long_rows(offsets: np.ndarray) -> bool:
     return rows > 0 and int(offsets[-1] - offsets[0]) >= _LONG_ROW * rows
 
 
-def _value_index(starts: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+def value_index(starts: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """The source index of every value when row k (starting at ``starts[k]``) moves to
     ``offsets[k]:offsets[k + 1]``."""
     lengths = np.diff(offsets)

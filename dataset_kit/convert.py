@@ -115,8 +115,11 @@ def concat_examples(batch: Sequence[Any], device: Any = None, padding: Any = Non
 
     Raises:
         ValueError: if the batch is empty, the examples mix structures (tuple vs
-            dict, different lengths or keys), shapes differ without padding, or
-            ``padding`` does not match the example structure.
+            dict, different lengths or keys), shapes differ without padding,
+            ``padding`` does not match the example structure, or a
+            :class:`~dataset_kit.batch.RaggedColumn` of the batch has a null
+            row (naming the element or key and the example: a null list is
+            neither stacked nor padded, so it is never mistaken for an empty one).
     """
     # Timed as its own phase: in a profile, the main process's converter
     # shows apart from the loop's wait (in a worker, the converter phase is timed whole).
@@ -185,6 +188,14 @@ def _unragged(columns: Any, padding: Any) -> Any:
 
 
 def _ragged_array(column: RaggedColumn, padding: Any, where: str) -> np.ndarray:
+    null = column.first_null()
+    if null is not None:
+        # A null list has no array: padding it as an empty one would make
+        # it indistinguishable from one, so it is refused, padding or not.
+        raise ValueError(
+            f"concat_examples: {where}example {null} is None (a null list; {column.null_count} "
+            f"of {len(column)} are); a null cannot be stacked or padded: leave the rows out, "
+            f"or store an empty list instead")
     if padding is not None:
         return column.padded(padding)
     lengths = column.lengths

@@ -34,9 +34,13 @@ class ColumnarDataset(DatasetMixin):
     ``ds[i]`` is a dict ``{column: value}``. A batch
     (``ds[index_array]``, the iterators' hook) is an
     :class:`~dataset_kit.ExampleBatch` of columns when every column is of fixed
-    width (numbers, fixed-size lists) or a list of numbers without nulls (a
+    width (numbers, fixed-size lists) or a list of numbers (a
     :class:`~dataset_kit.batch.RaggedColumn`, which
-    :func:`~dataset_kit.concat_examples` pads), else a list of dicts.
+    :func:`~dataset_kit.concat_examples` pads), else a list of dicts. In a
+    list of numbers, an empty list is an empty array and a null list is None
+    (a row the RaggedColumn flags as null, which ``concat_examples`` refuses
+    to pad, naming it): whether the column may hold nulls does not change
+    the batch's type.
 
     Args:
         cache_bytes: bytes of decoded row groups kept in memory (at least the
@@ -58,6 +62,10 @@ class ColumnarDataset(DatasetMixin):
     def read_group(self, group: int) -> Any:
         """Read global row group ``group`` as an Arrow table of :attr:`columns`."""
         raise NotImplementedError
+
+    def describe_group(self, group: int) -> str:
+        """Global row group ``group`` as an error message names it."""
+        return f"row group {group}"
 
     @property
     def fixed_width(self) -> bool:
@@ -93,8 +101,13 @@ class ColumnarDataset(DatasetMixin):
                 self._cache.move_to_end(group)
                 return found[0]
         table = self.read_group(group)
-        columns = {name: _arrow.to_numpy(table.column(name), kind, dtype)
-                   for name, kind, dtype in self.columns}
+        columns = {}
+        for name, kind, dtype in self.columns:
+            try:
+                columns[name] = _arrow.to_numpy(table.column(name), kind, dtype)
+            except ValueError as error:
+                raise ValueError(f"{self.describe_group(group)}, column {name!r}: {error}") \
+                    from None
         size = int(table.nbytes)
         with self._lock:
             if group not in self._cache:

@@ -37,7 +37,9 @@ class ArrowDataset(ColumnarDataset):
 
     Made by :func:`from_hf`. ``ds[i]`` is a dict ``{column: value}`` with the
     same conversions as :class:`ParquetDataset` (a column holding a null is
-    float64 if it is of integers).
+    float64 if it is of integers; so are the values of a list of integers
+    holding a null value, a null as NaN; a null list is None and an empty
+    one an empty array, in a :class:`~dataset_kit.batch.RaggedColumn` either way).
 
     Args:
         table: a :class:`pyarrow.Table`.
@@ -67,6 +69,10 @@ class ArrowDataset(ColumnarDataset):
             if kind is None:
                 raise ValueError(f"column {name!r} of type {column.type} cannot become a numpy "
                                  f"array or Python value; leave it out with columns=[...]")
+            if kind == _arrow.RAGGED:
+                # The table is at hand: whether a list holds a null value is
+                # known exactly (an empty or null list is no null value).
+                nullable = _list_values_hold_nulls(column)
             self.columns.append((name, kind, _arrow.numpy_dtype(column.type, kind, nullable)))
         self.files = [os.path.abspath(f) for f in files]
         self.stamps = [_stamp(f) for f in self.files]
@@ -101,6 +107,13 @@ class ArrowDataset(ColumnarDataset):
     def __repr__(self) -> str:
         return (f"ArrowDataset({len(self)} rows, {self.row_groups} row groups, "
                 f"columns={[n for n, _, _ in self.columns]})")
+
+
+def _list_values_hold_nulls(column: Any) -> bool:
+    """Whether a list column of a table holds a null value inside one of its lists."""
+    import pyarrow.compute as pc
+
+    return any(pc.list_flatten(chunk).null_count for chunk in column.chunks)
 
 
 def _read_files(files: list[str], names: list[str]) -> Any:

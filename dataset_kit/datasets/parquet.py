@@ -33,11 +33,16 @@ class ParquetDataset(ColumnarDataset):
     1-D array), 1-D arrays for lists of numbers (token ids), ``str`` and
     ``bytes`` for string and binary columns, dicts for structs and lists for
     other lists; a null is NaN in a number column (an integer or boolean
-    column that may hold nulls is float64) and None elsewhere. A batch is an
-    :class:`~dataset_kit.ExampleBatch` of columns, a list of numbers without
-    nulls being a :class:`~dataset_kit.batch.RaggedColumn`, unless a column
-    holds strings, binaries, structs or lists that may hold nulls (then a
-    list of dicts).
+    column that may hold nulls is float64) and None elsewhere: a null list
+    of numbers is None, an empty one an empty array. A batch is an
+    :class:`~dataset_kit.ExampleBatch` of columns, a list of numbers being a
+    :class:`~dataset_kit.batch.RaggedColumn` (a null list flagged as a null
+    row) whether or not it may hold nulls, unless a column holds strings,
+    binaries, structs or lists of those (then a list of dicts). The values
+    of a list of numbers keep their dtype: Parquet's statistics count an
+    empty list as a null, so they cannot say whether a list holds a null
+    value; one inside a list of integers or booleans is a ValueError naming
+    the file, the row group and the column when its row group is read.
 
     Remote files are read in byte ranges (the footer, then a row group's
     column chunks), each retried and bounded by ``timeout``: no local copy.
@@ -199,7 +204,10 @@ class ParquetDataset(ColumnarDataset):
                 raise ParquetFormatError(f"{first.name}: column {name!r} of type {reference} "
                                          f"cannot become a numpy array or Python value; leave "
                                          f"it out with columns=[...]")
-            found.append((name, kind, _arrow.numpy_dtype(reference, kind, nullable)))
+            # A list's values keep their dtype (see the docstring): the
+            # statistics count an empty list as a null.
+            values_nullable = nullable and kind != _arrow.RAGGED
+            found.append((name, kind, _arrow.numpy_dtype(reference, kind, values_nullable)))
         if wanted is names:
             for part in self.parts:
                 extra = [] if part.schema is None else \
@@ -238,6 +246,11 @@ class ParquetDataset(ColumnarDataset):
                 table = table.append_column(name, pa.array([value] * table.num_rows,
                                                            pa.string()))
         return table
+
+    def describe_group(self, group: int) -> str:
+        """Global row group ``group`` as its file and its row group in the file."""
+        p, g = self._groups[group]
+        return f"{self.parts[p].name}: row group {g}"
 
     def locate_file(self, index: int) -> tuple[str, int, int]:
         """Return ``(file, row group in the file, row in the row group)`` of row ``index``."""

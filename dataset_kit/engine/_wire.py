@@ -6,8 +6,9 @@ where its arrays were. The main process rebuilds the batch as numpy views of
 the block. A list of uniform examples travels as stacked columns and arrives
 as an :class:`~dataset_kit.ExampleBatch`. A
 :class:`~dataset_kit.batch.RaggedColumn` (rows of different lengths, such as
-token ids) travels as its two arrays, values and offsets, and arrives as a
-RaggedColumn of views: a batch of ragged rows is never pickled row by row.
+token ids) travels as its arrays, values, offsets and (when a row is null)
+validity flags, and arrives as a RaggedColumn of views: a batch of ragged
+rows is never pickled row by row.
 """
 
 from __future__ import annotations
@@ -67,7 +68,8 @@ def split_arrays(obj: Any, arrays: list) -> Any:
     if isinstance(obj, ExampleBatch):
         return _SharedBatch(split_arrays(obj.columns, arrays))
     if isinstance(obj, RaggedColumn):
-        return _SharedRagged(split_arrays(obj.values, arrays), split_arrays(obj.offsets, arrays))
+        return _SharedRagged(split_arrays(obj.values, arrays), split_arrays(obj.offsets, arrays),
+                             None if obj.valid is None else split_arrays(obj.valid, arrays))
     if type(obj) is tuple:
         return tuple(split_arrays(x, arrays) for x in obj)
     if type(obj) is list:
@@ -82,10 +84,12 @@ class _SharedBatch(NamedTuple):
 
 
 class _SharedRagged(NamedTuple):
-    """A RaggedColumn in a skeleton: its values and offsets (each an ArrayRef or an array)."""
+    """A RaggedColumn in a skeleton: its values, offsets and validity flags (each an
+    ArrayRef or an array; no flags: None)."""
 
     values: Any
     offsets: Any
+    valid: Any = None
 
 
 def uniform_columns(batch: Any) -> tuple[Any, list[list]] | None:
@@ -205,10 +209,12 @@ def _map_refs(obj: Any, fn: Any, batch: Any = _SharedBatch) -> Any:
         return batch(_map_refs(obj.columns, fn, batch))
     if isinstance(obj, _SharedRagged):
         values, offsets = _map_refs(obj.values, fn, batch), _map_refs(obj.offsets, fn, batch)
+        valid = None if obj.valid is None else _map_refs(obj.valid, fn, batch)
         # Placing (fn gives ArrayRefs) keeps the marker; restoring makes the column.
-        if isinstance(values, np.ndarray) and isinstance(offsets, np.ndarray):
-            return RaggedColumn.from_checked(values, offsets)
-        return _SharedRagged(values, offsets)
+        if isinstance(values, np.ndarray) and isinstance(offsets, np.ndarray) \
+                and (valid is None or isinstance(valid, np.ndarray)):
+            return RaggedColumn.from_checked(values, offsets, valid)
+        return _SharedRagged(values, offsets, valid)
     if type(obj) is tuple:
         return tuple(_map_refs(x, fn, batch) for x in obj)
     if type(obj) is list:

@@ -88,11 +88,11 @@ def test_a_list_column_without_nulls_comes_as_one_ragged_column_across_row_group
     assert [int(r["id"]) for r in batch] == indices.tolist()
 
 
-def test_a_list_column_that_may_hold_nulls_comes_row_by_row_with_none(tmp_path):
+def test_a_list_column_that_may_hold_nulls_comes_as_a_ragged_column_with_none(tmp_path):
     tokens = pa.array([[1, 2], None, [3]], pa.list_(pa.int32()))
     pq.write_table(pa.table({"tokens": tokens}), tmp_path / "n.parquet")
     batch = ParquetDataset(tmp_path / "n.parquet")[np.array([2, 1, 0])]
-    assert isinstance(batch, list)
+    assert isinstance(batch, ExampleBatch) and isinstance(batch.columns["tokens"], RaggedColumn)
     assert [None if r["tokens"] is None else r["tokens"].tolist() for r in batch] == \
         [[3], None, [1, 2]]
 
