@@ -21,7 +21,9 @@ def default_batchify_fn(data: Sequence[Any]) -> Any:
     other batch gives numpy arrays, and MXNet is never imported for it. A
     batch whose columns are stacked already (an
     :class:`~dataset_kit.ExampleBatch` from an array dataset) is returned
-    without restacking.
+    without restacking; one with a ragged column is taken example by example,
+    as Gluon takes a list (a null list stays None: pad with :class:`Dict` and
+    :class:`Pad`, which refuses it naming the example).
 
     Args:
         data: the examples.
@@ -87,7 +89,8 @@ class Pad:
 
     Raises:
         TypeError: if ``axis`` is not an int.
-        ValueError: if ``round_to`` is not positive.
+        ValueError: if ``round_to`` is not positive, or (on call) an example
+            is None (a null list of a :class:`~dataset_kit.batch.RaggedColumn`).
     """
 
     def __init__(self, axis: int = 0, pad_val: Any = 0, ret_length: bool = False,
@@ -100,6 +103,10 @@ class Pad:
         self._dtype, self._round_to = dtype, round_to
 
     def __call__(self, data: Sequence[Any]) -> Any:
+        for k, x in enumerate(data):
+            if x is None:  # a null list of a columnar dataset: nothing to pad
+                raise ValueError(f"Pad: example {k} is None (a null list); every example "
+                                 f"must be an array to pad")
         arrays = [np.asarray(x) for x in data]
         dtype = arrays[0].dtype if self._dtype is None else self._dtype
         lengths = np.array([a.shape[self._axis] for a in arrays], dtype=np.int32)

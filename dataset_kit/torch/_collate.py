@@ -23,16 +23,17 @@ import torch
 from torch.utils.data._utils import collate as _torch_collate
 
 from dataset_kit import _gather
-from dataset_kit.batch import ExampleBatch
+from dataset_kit.batch import ExampleBatch, RaggedColumn
 
 
 def _stack_arrays(batch: list, *, collate_fn_map: Any = None) -> np.ndarray:
     elem = batch[0]
     if _torch_collate.np_str_obj_array_pattern.search(elem.dtype.str) is not None:
         raise TypeError(_torch_collate.default_collate_err_msg_format.format(elem.dtype))
-    shapes = {b.shape for b in batch}
-    if len(shapes) > 1 or len({b.dtype for b in batch}) > 1:
-        # PyTorch's torch.stack error, raised by PyTorch itself.
+    if not all(isinstance(b, np.ndarray) for b in batch) or len({b.shape for b in batch}) > 1 \
+            or len({b.dtype for b in batch}) > 1:
+        # PyTorch's own error (torch.as_tensor of a None, torch.stack of
+        # unequal shapes), raised by PyTorch itself.
         return torch.stack([torch.as_tensor(b) for b in batch]).numpy()
     return _gather.stack(batch)  # straight into shared memory, in a worker
 
@@ -63,8 +64,12 @@ def collate_to_numpy(batch: Any) -> Any:
     (:class:`~dataset_kit.ExampleBatch`) is collated column by column without
     restacking: a bare array stays one array, tuple examples become a list of
     columns and dict examples a dict, as ``default_collate`` makes them. One
-    with a ragged column is collated example by example, as a list would be.
+    with a ragged column is collated example by example, as a list would be;
+    a null row of a ragged column (None, which ``default_collate`` cannot
+    take either) is a TypeError naming its element or key and its example.
     """
+    if isinstance(batch, ExampleBatch) and batch.ragged:
+        _refuse_null_rows(batch.columns)
     if isinstance(batch, ExampleBatch) and not batch.ragged:
         columns = batch.columns
         if isinstance(columns, np.ndarray):
@@ -74,6 +79,19 @@ def collate_to_numpy(batch: Any) -> Any:
         assert isinstance(columns, dict)  # not ragged: no RaggedColumn
         return {k: _check_column(c) for k, c in columns.items()}
     return _torch_collate.collate(list(batch), collate_fn_map=_NUMPY_MAP)
+
+
+def _refuse_null_rows(columns: Any) -> None:
+    """Raise a TypeError naming the first null row of a ragged column of ``columns``."""
+    named = [("", columns)] if isinstance(columns, RaggedColumn) else \
+        [(f"element {k} of ", c) for k, c in enumerate(columns)] \
+        if isinstance(columns, tuple) else [(f"key {k!r} of ", c) for k, c in columns.items()]
+    for where, column in named:
+        null = column.first_null() if isinstance(column, RaggedColumn) else None
+        if null is not None:
+            raise TypeError(f"default_collate: {where}example {null} is None (a null list); "
+                            f"batch must contain tensors, numpy arrays, numbers, dicts or "
+                            f"lists")
 
 
 def _check_column(column: np.ndarray) -> np.ndarray:
