@@ -117,3 +117,73 @@ def test_a_batch_with_a_ragged_column_behaves_as_dicts_and_pickles_whole():
     assert back.columns["tokens"] == batch.columns["tokens"]
     with pytest.raises(ValueError, match="differ in length"):
         ExampleBatch((np.arange(2), _column([[1], [2], [3]])))
+
+
+# -- RaggedColumn with null rows ------------------------------------------------------
+
+_maybe_rows = st.lists(st.one_of(st.none(), st.lists(st.integers(-50, 50), max_size=20)),
+                       min_size=1, max_size=25).filter(lambda rows: any(r is not None
+                                                                        for r in rows))
+
+
+def _nullable(rows: list) -> RaggedColumn:
+    return RaggedColumn.from_rows([None if r is None else np.array(r, dtype=np.int32)
+                                   for r in rows])
+
+
+def _as_lists(column) -> list:
+    return [None if r is None else r.tolist() for r in column]
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=_maybe_rows, data=st.data())
+def test_null_rows_are_none_and_empty_rows_empty_however_the_column_is_indexed(rows, data):
+    column = _nullable(rows)
+    assert _as_lists(column) == rows and len(column) == len(rows)
+    assert column.null_count == sum(r is None for r in rows)
+    assert column.lengths.tolist() == [0 if r is None else len(r) for r in rows]
+    k = data.draw(st.integers(-len(rows), len(rows) - 1))
+    assert (None if column[k] is None else column[k].tolist()) == rows[k]
+    picks = data.draw(st.lists(st.integers(0, len(rows) - 1), max_size=40))
+    taken = column.take(np.array(picks, dtype=np.int64))
+    assert _as_lists(taken) == [rows[i] for i in picks]
+    assert _as_lists(column[np.array(picks, dtype=np.int64)]) == [rows[i] for i in picks]
+    step = data.draw(st.sampled_from([1, 2, -1, -3]))
+    assert _as_lists(column[::step]) == rows[::step]
+    assert _as_lists(pickle.loads(pickle.dumps(column))) == rows
+    assert pickle.loads(pickle.dumps(column)) == column
+    split = data.draw(st.integers(0, len(rows)))
+    parts = [column.take(np.arange(split)), column.take(np.arange(split, len(rows)))]
+    assert RaggedColumn.concatenate(parts) == column
+
+
+def test_a_null_row_differs_from_an_empty_row_and_is_not_padded():
+    nulls, empties = _nullable([[1], None]), _nullable([[1], []])
+    assert nulls != empties and empties == _nullable([[1], []])
+    assert nulls == RaggedColumn(np.array([1], np.int32), np.array([0, 1, 1]),
+                                 np.array([True, False]))
+    assert "nulls=1" in repr(nulls) and nulls.nbytes == 4 + 24 + 2
+    assert empties.padded(-1).tolist() == [[1], [-1]]
+    with pytest.raises(ValueError, match="row 1 is null"):
+        nulls.padded(-1)
+
+
+@pytest.mark.parametrize("valid, error, match", [
+    ([True, False], TypeError, "valid must be None or a 1-D numpy array of booleans"),
+    (np.array([1, 0]), TypeError, "valid must be"),
+    (np.array([True]), ValueError, "one flag per row"),
+    (np.array([False, True]), ValueError, "row 0 is marked null"),
+])
+def test_ragged_columns_refuse_bad_validity_flags(valid, error, match):
+    with pytest.raises(error, match=match):
+        RaggedColumn(np.arange(3), np.array([0, 2, 3]), valid)
+
+
+def test_a_batch_with_a_null_row_gives_none_in_its_examples():
+    batch = ExampleBatch({"id": np.arange(3), "tokens": _nullable([[1, 2], None, []])})
+    assert [None if r["tokens"] is None else r["tokens"].tolist() for r in batch] == \
+        [[1, 2], None, []]
+    back = pickle.loads(pickle.dumps(batch))
+    assert back.columns["tokens"] == batch.columns["tokens"] and back[1]["tokens"] is None
+    with pytest.raises(ValueError, match="at least one row that is an array"):
+        RaggedColumn.from_rows([None, None])

@@ -103,3 +103,28 @@ def test_a_ragged_column_travels_as_its_two_arrays_and_arrives_as_views(lengths)
     assert [r.tolist() for r in (row["tokens"] for row in arrived)] == [r.tolist() for r in rows]
     if column.values.nbytes >= _wire.MIN_SHARED_BYTES:
         assert np.shares_memory(tokens.values, lease)
+
+
+@given(rows=st.lists(st.one_of(st.none(), st.integers(0, 700)), min_size=1, max_size=12)
+       .filter(lambda rows: any(n is not None for n in rows)),
+       flags_shared=st.booleans())
+def test_a_ragged_column_with_null_rows_travels_as_arrays_and_keeps_them_null(rows, flags_shared):
+    # Many rows make the validity flags large enough to be placed in the block too.
+    rows = rows * (200 if flags_shared else 1)
+    arrays_in = [None if n is None else np.arange(n, dtype=np.int32) + k
+                 for k, n in enumerate(rows)]
+    column = RaggedColumn.from_rows(arrays_in)
+    batch = ExampleBatch({"tokens": column})
+    arrays: list = []
+    skeleton = _wire.split_arrays(batch, arrays)
+    assert all(type(a) is np.ndarray and a.dtype != object for a in arrays)
+    offsets, total = _wire.layout(arrays)
+    block = mmap.mmap(-1, max(total, 1))
+    placed = _wire.place_arrays(skeleton, arrays, offsets, block)
+    lease = np.frombuffer(block, np.uint8)
+    tokens = _wire.unpack(placed, lease).columns["tokens"]
+    assert isinstance(tokens, RaggedColumn) and tokens == column
+    assert [None if r is None else r.tolist() for r in tokens] == \
+        [None if a is None else a.tolist() for a in arrays_in]
+    if column.valid is not None and column.valid.nbytes >= _wire.MIN_SHARED_BYTES:
+        assert np.shares_memory(tokens.valid, lease)
