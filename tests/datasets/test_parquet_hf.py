@@ -74,3 +74,55 @@ def test_without_datasets_the_error_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "datasets", None)  # as if not installed
     with pytest.raises(ImportError, match=r"dataset_kit\[hf\]"):
         from_hf({"a": [1]})
+
+
+def _lists(n: int = 40) -> dict:
+    """Token lists with empty and null lists among them; a fixed-size pair null at times."""
+    tokens = [[] if i % 3 == 1 else None if i % 4 == 2 else list(range(i, i + 1 + i % 4))
+              for i in range(n)]
+    return {"label": list(range(n)), "tokens": tokens,
+            "pair": [None if t is None else [float(i), -float(i)] for i, t in enumerate(tokens)]}
+
+
+def _features():
+    return hf.Features({"label": hf.Value("int64"), "tokens": hf.Sequence(hf.Value("int32")),
+                        "pair": hf.Sequence(hf.Value("float32"), length=2)})
+
+
+def _plain(row: dict) -> dict:
+    return {k: v.tolist() if isinstance(v, (np.ndarray, np.generic)) else v
+            for k, v in row.items()}
+
+
+def test_empty_and_null_lists_stay_ragged_columns_equal_to_the_datasets_rows(tmp_path):
+    from dataset_kit.batch import RaggedColumn
+    from dataset_kit.iterators import MultiprocessIterator
+
+    source = hf.Dataset.from_dict(_lists(), features=_features())
+    source.save_to_disk(tmp_path / "saved")
+    expected = source.data.table.to_pylist()
+    for ds in (from_hf(source), from_hf(tmp_path / "saved")):
+        assert [_plain(ds[i]) for i in range(len(ds))] == expected
+        assert [_plain(r) for r in ds[::-3]] == expected[::-3]
+        indices = np.array([39, 1, 2, 0, 2, 17], dtype=np.int64)
+        batch = ds[indices]
+        assert isinstance(batch, ExampleBatch)
+        assert isinstance(batch.columns["tokens"], RaggedColumn)
+        assert isinstance(batch.columns["pair"], RaggedColumn)
+        assert batch.columns["tokens"].dtype == np.int32  # empty lists keep the dtype
+        assert [_plain(r) for r in batch] == [expected[i] for i in indices.tolist()]
+        it = MultiprocessIterator(ds, 6, repeat=False, shuffle=False, n_processes=2)
+        try:
+            rows = [_plain(r) for b in it for r in b]
+        finally:
+            it.finalize()
+        assert rows == expected
+
+
+def test_a_null_inside_a_list_of_integers_makes_its_values_float64_with_nan():
+    ds = from_hf(hf.Dataset.from_dict({"tokens": [[1, None], [], None]},
+                                      features=hf.Features({"tokens": hf.Sequence(
+                                          hf.Value("int64"))})))
+    first = ds[0]["tokens"]
+    assert first.dtype == np.float64 and first[0] == 1.0 and np.isnan(first[1])
+    assert ds[1]["tokens"].tolist() == [] and ds[2]["tokens"] is None
