@@ -35,9 +35,7 @@ has been exhausted at least once (earlier ones start a new epoch), and
 from __future__ import annotations
 
 import functools
-import hashlib
 import heapq
-import json
 import math
 from collections.abc import Sequence
 from fractions import Fraction
@@ -47,6 +45,7 @@ import numpy as np
 
 from dataset_kit import _example_context, _gather
 from dataset_kit._checks import non_negative_int
+from dataset_kit._identity import identity_digest
 from dataset_kit._resume_errors import MIXTURE_FINGERPRINT, ResumeMismatchError
 from dataset_kit.batch import ExampleBatch
 from dataset_kit.dataset import DatasetMixin, fetch_examples
@@ -322,9 +321,8 @@ class Mixture(DatasetMixin):
         identity = {"lengths": self.lengths, "shares": self.shares, "seed": self.seed,
                     "stop": self.stop, "shuffle": self.shuffle, "start": self.start,
                     "sources": sources}
-        # default=str: a source's fingerprint of another type still names it.
-        text = json.dumps(identity, sort_keys=True, default=str)
-        return MIXTURE_FINGERPRINT + hashlib.sha256(text.encode()).hexdigest()[:16]
+        # A source's fingerprint of another type still names it (as its str).
+        return MIXTURE_FINGERPRINT + identity_digest(identity, "sha256").hex()
 
     @property
     def weights(self) -> tuple[float, ...]:

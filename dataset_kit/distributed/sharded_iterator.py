@@ -11,7 +11,6 @@ that offset of the global order (``order_offset``), and reports it back.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from dataset_kit._checks import non_negative_int, positive_int
+from dataset_kit._identity import identity_digest
 from dataset_kit.distributed._shards import (
     SHARD_POLICIES,
     first_padding,
@@ -117,8 +117,7 @@ class _RankShareSampler(OrderSampler):
         """
         identity = [self.seed, self.shuffle, self.global_sampler_state(), epoch, size,
                     self.ranks, self.batch_size, self.policy]
-        text = json.dumps(identity, sort_keys=True, default=str).encode()
-        return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "little")
+        return int.from_bytes(identity_digest(identity, "blake2b"), "little")
 
 
 class ShardedIterator(ChainerIterator):

@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import hashlib
-import json
 import time
 import warnings
 from collections.abc import Callable
@@ -34,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from dataset_kit._checks import non_negative_int, positive_int
+from dataset_kit._identity import identity_digest
 from dataset_kit._resume_errors import MIXTURE_FINGERPRINT
 from dataset_kit.engine import _checkpoint
 from dataset_kit.engine._epoch import EpochIterator
@@ -803,11 +802,11 @@ def dataset_fingerprint(dataset: Any) -> str | None:
         value = value()
     if isinstance(value, (dict, list)):
         try:
-            text = json.dumps(value, sort_keys=True)
+            digest = identity_digest(value, "sha256", strict=True)
         except (TypeError, ValueError) as error:
             raise TypeError(f"dataset.fingerprint must be a string, None or JSON-ready, got "
                             f"{type(value).__name__}: {error}") from None
-        value = "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]
+        value = "sha256:" + digest.hex()
     if value is not None and not isinstance(value, str):
         raise TypeError(f"dataset.fingerprint must be a string or None, got "
                         f"{type(value).__name__}")
