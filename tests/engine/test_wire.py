@@ -83,21 +83,26 @@ def test_a_batch_travels_stacked_exactly_when_every_example_is_arrays_of_one_str
     assert (_wire.uniform_columns(batch) is not None) == _uniform_reference(batch)
 
 
-@given(lengths=st.lists(st.integers(0, 700), min_size=1, max_size=12))
-def test_a_ragged_column_travels_as_its_two_arrays_and_arrives_as_views(lengths):
-    rows = [np.arange(n, dtype=np.int32) + k for k, n in enumerate(lengths)]
-    column = RaggedColumn.from_rows(rows)
-    batch = ExampleBatch({"id": np.arange(len(rows), dtype=np.int64), "tokens": column})
+def _through_a_block(batch: ExampleBatch) -> tuple[ExampleBatch, np.ndarray]:
+    """``batch`` split, placed in a block and unpacked: the batch that arrives, and the block."""
     arrays: list = []
     skeleton = _wire.split_arrays(batch, arrays)
-    # Values and offsets are arrays of the skeleton (placed in the block when
-    # large enough); no row is an object of its own.
+    # A ragged column's arrays are arrays of the skeleton (placed in the
+    # block when large enough); no row is an object of its own.
     assert all(type(a) is np.ndarray and a.dtype != object for a in arrays)
     offsets, total = _wire.layout(arrays)
     block = mmap.mmap(-1, max(total, 1))
     placed = _wire.place_arrays(skeleton, arrays, offsets, block)
     lease = np.frombuffer(block, np.uint8)
-    arrived = _wire.unpack(placed, lease)
+    return _wire.unpack(placed, lease), lease
+
+
+@given(lengths=st.lists(st.integers(0, 700), min_size=1, max_size=12))
+def test_a_ragged_column_travels_as_its_two_arrays_and_arrives_as_views(lengths):
+    rows = [np.arange(n, dtype=np.int32) + k for k, n in enumerate(lengths)]
+    column = RaggedColumn.from_rows(rows)
+    batch = ExampleBatch({"id": np.arange(len(rows), dtype=np.int64), "tokens": column})
+    arrived, lease = _through_a_block(batch)
     tokens = arrived.columns["tokens"]
     assert isinstance(tokens, RaggedColumn) and tokens == column
     assert [r.tolist() for r in (row["tokens"] for row in arrived)] == [r.tolist() for r in rows]
@@ -114,15 +119,8 @@ def test_a_ragged_column_with_null_rows_travels_as_arrays_and_keeps_them_null(ro
     arrays_in = [None if n is None else np.arange(n, dtype=np.int32) + k
                  for k, n in enumerate(rows)]
     column = RaggedColumn.from_rows(arrays_in)
-    batch = ExampleBatch({"tokens": column})
-    arrays: list = []
-    skeleton = _wire.split_arrays(batch, arrays)
-    assert all(type(a) is np.ndarray and a.dtype != object for a in arrays)
-    offsets, total = _wire.layout(arrays)
-    block = mmap.mmap(-1, max(total, 1))
-    placed = _wire.place_arrays(skeleton, arrays, offsets, block)
-    lease = np.frombuffer(block, np.uint8)
-    tokens = _wire.unpack(placed, lease).columns["tokens"]
+    arrived, lease = _through_a_block(ExampleBatch({"tokens": column}))
+    tokens = arrived.columns["tokens"]
     assert isinstance(tokens, RaggedColumn) and tokens == column
     assert [None if r is None else r.tolist() for r in tokens] == \
         [None if a is None else a.tolist() for a in arrays_in]
