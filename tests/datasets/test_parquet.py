@@ -73,8 +73,8 @@ def test_fixed_width_columns_come_as_one_batch_of_columns(tmp_path):
 @given(picks=st.lists(st.integers(0, 10**6), min_size=1, max_size=40))
 def test_a_list_column_without_nulls_comes_as_one_ragged_column_across_row_groups(
         tmp_path_factory, picks):
-    # No empty list: Parquet's statistics count one as a null of the values,
-    # and a column that may hold nulls is served row by row.
+    # No empty list, so the statistics say no null (test_parquet_nulls.py
+    # has the columns whose statistics say there may be).
     path = tmp_path_factory.mktemp("ragged") / "a.parquet"
     pq.write_table(pa.table({"id": np.arange(15), "tokens": pa.array(
         [list(range(1 + i % 4)) for i in range(15)], pa.list_(pa.int32()))}), path,

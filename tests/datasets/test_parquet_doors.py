@@ -111,7 +111,7 @@ def test_torch_loaders_with_workers(dataset):
 def test_ragged_rows_cross_the_process_pool_as_two_arrays(tmp_path):
     pq = pytest.importorskip("pyarrow.parquet", reason="the Parquet tests need pyarrow")
     pa = pytest.importorskip("pyarrow", reason="the Parquet tests need pyarrow")
-    lengths = np.arange(60) % 7 + 1  # no empty list (one counts as a null)
+    lengths = np.arange(60) % 7 + 1  # empty and null lists: test_parquet_nulls.py
     pq.write_table(pa.table({"id": np.arange(60), "tokens": pa.array(
         [list(range(k * 40)) for k in lengths], pa.list_(pa.int32()))}),
         tmp_path / "t.parquet", row_group_size=16)

@@ -91,3 +91,25 @@ def test_a_batch_with_a_ragged_column_collates_as_its_rows_do():
     batch = ExampleBatch({"id": np.arange(4), "tokens": RaggedColumn.from_rows(rows)})
     listed = [{"id": np.int64(k), "tokens": rows[k]} for k in range(4)]
     assert_same(default_collate(batch), torch_collate(listed))
+
+
+def test_a_none_among_arrays_is_pytorchs_own_error():
+    # An array and a None (a null list read row by row): PyTorch's
+    # torch.as_tensor error, not an AttributeError of our stacking.
+    bad = [{"tokens": np.arange(2)}, {"tokens": None}]
+    with pytest.raises(RuntimeError) as theirs:
+        torch_collate(bad)
+    for collate in (default_collate, collate_to_numpy):  # the worker's numpy collate too
+        with pytest.raises(RuntimeError) as ours:
+            collate(bad)
+        assert str(ours.value) == str(theirs.value)
+
+
+def test_a_null_row_of_a_ragged_column_is_refused_naming_its_key_and_example():
+    rows = [np.arange(2), None, np.arange(2)]
+    batch = ExampleBatch({"id": np.arange(3), "tokens": RaggedColumn.from_rows(rows)})
+    with pytest.raises(TypeError, match=r"key 'tokens' of example 1 is None \(a null list\)"):
+        default_collate(batch)
+    loose = ExampleBatch((np.arange(3), RaggedColumn.from_rows(rows)))
+    with pytest.raises(TypeError, match=r"element 1 of example 1 is None"):
+        default_collate(loose)
