@@ -171,7 +171,7 @@ class RaggedColumn(Sequence):
                                      zip(starts.tolist(), ends.tolist())]) \
                 if len(rows) else self.values[:0]
         else:
-            values = self.values[value_index(starts, offsets)]
+            values = self.values[_value_index(starts, offsets)]
         return RaggedColumn.from_checked(values, offsets, valid)
 
     @staticmethod
@@ -218,7 +218,7 @@ class RaggedColumn(Sequence):
         else:
             # Value j of the rows goes to (its row, j - its row's start).
             rows = np.repeat(np.arange(len(self)), lengths)
-            within = value_index(np.zeros(len(self), np.int64), self.offsets - self.offsets[0])
+            within = _value_index(np.zeros(len(self), np.int64), self.offsets - self.offsets[0])
             out[rows, within] = self.values[self.offsets[0]:self.offsets[-1]]
         return out
 
@@ -254,7 +254,7 @@ def _long_rows(offsets: np.ndarray) -> bool:
     return rows > 0 and int(offsets[-1] - offsets[0]) >= _LONG_ROW * rows
 
 
-def value_index(starts: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+def _value_index(starts: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """The source index of every value when row k (starting at ``starts[k]``) moves to
     ``offsets[k]:offsets[k + 1]``."""
     lengths = np.diff(offsets)

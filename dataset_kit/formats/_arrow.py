@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from dataset_kit.batch import RaggedColumn, value_index
+from dataset_kit.batch import RaggedColumn
 
 FIXED, FIXED_LIST, RAGGED, OBJECT = "fixed", "fixed_list", "ragged", "object"
 
@@ -160,10 +160,11 @@ def _ragged(pa: Any, column: Any, dtype: np.dtype) -> RaggedColumn:
         if np.any(np.diff(offsets)[~valid]):
             # Arrow lets a null list span values (a fixed-size list's always
             # do, often nulls): they are dropped, so a null row spans none.
-            starts = offsets[:-1]
+            import pyarrow.compute as pc
+
             lengths = np.where(valid, np.diff(offsets), 0)
             offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-            child = child.take(pa.array(value_index(starts, offsets)))
+            child = pc.list_flatten(column)  # the values of the rows that are not null
     used = child.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
     if used.null_count and dtype.kind in "iub":
         raise ValueError(f"{used.null_count} nulls inside the lists of {column.type}, whose "

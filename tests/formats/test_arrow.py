@@ -57,3 +57,13 @@ def test_a_null_inside_a_list_of_integers_is_refused_and_nan_in_floats():
     wide = _arrow.to_numpy(pa.array([[1, None]], pa.list_(pa.int64())), _arrow.RAGGED,
                            np.dtype(np.float64))
     assert wide[0][0] == 1.0 and np.isnan(wide[0][1])
+
+
+def test_a_null_list_that_spans_values_spans_none_once_read():
+    # Arrow allows a null list whose offsets cover values (here 3 and None).
+    column = pa.ListArray.from_arrays(pa.array([0, 2, 4, 5], pa.int32()),
+                                      pa.array([1, 2, 3, None, 5], pa.int64()),
+                                      mask=pa.array([False, True, False]))
+    ragged = _arrow.to_numpy(column, _arrow.RAGGED, np.dtype(np.int64))
+    assert [None if r is None else r.tolist() for r in ragged] == [[1, 2], None, [5]]
+    assert ragged.values.tolist() == [1, 2, 5] and ragged.lengths.tolist() == [2, 0, 1]
