@@ -113,7 +113,10 @@ def _list_values_hold_nulls(column: Any) -> bool:
     """Whether a list column of a table holds a null value inside one of its lists."""
     import pyarrow.compute as pc
 
-    return any(pc.list_flatten(chunk).null_count for chunk in column.chunks)
+    # A child without nulls answers at once; list_flatten (a copy when a list
+    # is null) only decides whether its nulls lie under null lists.
+    return any(chunk.values.null_count and pc.list_flatten(chunk).null_count
+               for chunk in column.chunks)
 
 
 def _read_files(files: list[str], names: list[str]) -> Any:
