@@ -27,12 +27,16 @@ interleaved rounds (batch 256):
   shards (``dataset-kit shards write``'s Parquet conversion) and read by
   StreamingDataset (its cache warm, ShardOrderSampler) against the Parquet
   files read in place by ParquetDataset (RowGroupOrderSampler), a shuffled
-  epoch each, and the bytes each takes on disk.
+  epoch each, and the bytes each takes on disk;
+* (``--sections nulls``) a shuffled epoch, 0 and 2 workers, over the same rows
+  with 5% of the token lists empty against none empty: Parquet's statistics
+  count an empty list as a null, and such a column must stay columnar
+  (a RaggedColumn) rather than fall back to rows (goal: a ratio near 1).
 
 Needs pyarrow, datasets, torch, moto[server], s3fs::
 
     python benchmarks/columnar.py [--rows 1000000] [--group-rows 65536] [--runs 3]
-        [--sections local,s3,writer] [--full-cache-mib 2048]
+        [--sections local,s3,writer,nulls] [--full-cache-mib 2048]
 """
 
 from __future__ import annotations
@@ -61,7 +65,10 @@ BATCH = 256
 COLUMNS = ["label", "features", "tokens"]
 
 
-def _write(folder: str, rows: int, group_rows: int, files: int = 4) -> list[str]:
+def _write(folder: str, rows: int, group_rows: int, files: int = 4,
+           empty: float = 0.0) -> list[str]:
+    """Write the rows as ``files`` Parquet files (a share ``empty`` of the token lists
+    empty); return their paths."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -70,6 +77,8 @@ def _write(folder: str, rows: int, group_rows: int, files: int = 4) -> list[str]
     for number in range(files):
         n = min(per_file, rows - number * per_file)
         lengths = rng.integers(192, 321, n)
+        if empty:
+            lengths[rng.random(n) < empty] = 0
         offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
         start = number * per_file
         table = pa.table({
@@ -371,7 +380,7 @@ def main() -> None:
     parser.add_argument("--group-rows", type=int, default=65_536)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--sections", default="local,s3,writer",
-                        help="which measurements: local, s3, writer (comma-separated)")
+                        help="which measurements: local, s3, writer, nulls (comma-separated)")
     parser.add_argument("--full-cache-mib", type=int, default=2048,
                         help="cache_bytes (MiB) of the full-shuffle run: the whole decoded table")
     args = parser.parse_args()
@@ -399,6 +408,8 @@ def main() -> None:
             _local_tail(paths, ds, hf_ds, args.runs, args.full_cache_mib)
         if "writer" in sections:
             _writer_section(paths, work, args.runs)
+        if "nulls" in sections:
+            _nulls_section(paths, work, args.rows, args.group_rows, args.runs)
         if "s3" not in sections:
             return
         proc, options = _s3(paths)
@@ -431,6 +442,21 @@ def main() -> None:
             proc.terminate()
             proc.wait(10)
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _nulls_section(paths: list[str], work: str, rows: int, group_rows: int,
+                   runs: int) -> None:
+    """A shuffled epoch over token lists of which 5% are empty, against none empty."""
+    folder = os.path.join(work, "empty")
+    os.makedirs(folder)
+    empty = _write(folder, rows, group_rows, empty=0.05)
+    kind = type(ParquetDataset(empty, COLUMNS)[np.arange(4)]).__name__
+    for workers in (0, 2):
+        t = median_of_timed(runs, full=lambda w=workers: _ours(paths, w, 1),
+                            empty=lambda w=workers: _ours(empty, w, 1))
+        print(f"lists 5% empty (a batch: {kind}), shuffled epoch, {workers} workers: "
+              f"{t['empty']:.2f} s, none empty {t['full']:.2f} s; empty/none "
+              f"{t['empty'] / t['full']:.2f} (goal: near 1)")
 
 
 def _local_tail(paths: list[str], ds: ParquetDataset, hf_ds, runs: int,
