@@ -94,7 +94,13 @@ class ColumnarDataset(DatasetMixin):
 
     def group(self, group: int) -> dict[str, Any]:
         """Row group ``group``'s columns as numpy arrays (RaggedColumns for ragged
-        columns), from the cache or read now."""
+        columns), from the cache or read now.
+
+        Raises:
+            ValueError: naming the row group (:meth:`describe_group`) and the
+                column, if a column cannot become its dtype (a null inside a
+                list of integers, which Parquet's statistics cannot rule out).
+        """
         with self._lock:
             found = self._cache.get(group)
             if found is not None:
