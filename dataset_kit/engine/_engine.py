@@ -263,7 +263,7 @@ class Engine:
         return batch
 
     def _retune(self) -> None:
-        """Ask the controller for the number of workers; rebuild the executor if it changed."""
+        """Ask the controller for the number of workers; resize the executor if it changed."""
         spec, autotune = self._executor_spec, self._autotune
         assert spec is not None and autotune is not None  # checked in __init__
         now, wait, batches = time.perf_counter(), self._counters.wait, self._counters.batches

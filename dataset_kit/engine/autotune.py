@@ -80,7 +80,11 @@ class AutoWorkers:
     """The controller behind ``num_workers="auto"`` (every door uses this one).
 
     Args:
-        max_workers: the most workers (None: ``os.cpu_count()``).
+        max_workers: the most workers (None: one more than ``os.cpu_count()``:
+            the loop's own process mostly waits, a worker idles while it
+            sends a batch and waits for the next task, and where other
+            processes share the cores one more process gets a larger share;
+            the controller adds it only while additions lower the wait).
         memory_limit: bytes the workers' RSS may reach in all (None: half of
             the memory available when the controller is made).
         start: the workers to begin with.
@@ -96,7 +100,7 @@ class AutoWorkers:
     def __init__(self, *, max_workers: int | None = None, memory_limit: int | None = None,
                  start: int = 1, period: int = 16) -> None:
         self.max_workers = positive_int(
-            "max_workers", (os.cpu_count() or 1) if max_workers is None else max_workers)
+            "max_workers", (os.cpu_count() or 1) + 1 if max_workers is None else max_workers)
         self.memory_limit = (available_memory() // 2 if memory_limit is None
                              else positive_int("memory_limit", memory_limit))
         self.start = positive_int("start", start)

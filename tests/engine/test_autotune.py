@@ -66,6 +66,15 @@ def test_removes_idle_workers_and_respects_max_and_memory() -> None:
         == 1  # never below one worker
 
 
+def test_by_default_one_more_worker_than_cores_may_be_added() -> None:
+    import os
+
+    auto = AutoWorkers(memory_limit=1 << 40)
+    assert auto.max_workers == (os.cpu_count() or 1) + 1
+    cores = auto.max_workers - 1
+    assert auto.decide(4, cores, 0.5, 10).new_workers == cores + 1
+
+
 def test_a_memory_limit_below_one_worker_names_both_figures() -> None:
     with pytest.raises(ValueError, match=r"needs 500 bytes, more than memory_limit=100"):
         AutoWorkers(memory_limit=100).decide(16, 1, 0.5, 500)
