@@ -37,7 +37,7 @@ from dataset_kit._resume_errors import MIXTURE_FINGERPRINT
 from dataset_kit.engine import _checkpoint
 from dataset_kit.engine._epoch import EpochIterator
 from dataset_kit.engine._executor_spec import ExecutorSpec, make_executor
-from dataset_kit.engine._executors import Executor, SerialExecutor
+from dataset_kit.engine._executors import Executor, Resizable, SerialExecutor
 from dataset_kit.engine._fetch import fetch_batch
 from dataset_kit.engine._ledger_book import LedgerBook, read_base
 from dataset_kit.engine._orders import Orders
@@ -138,7 +138,10 @@ class Engine:
                              f"got {executor!r}")
         self._autotune = autotune
         self._executor_spec = executor if isinstance(executor, ExecutorSpec) else None
-        self._tune_mark = (time.perf_counter(), 0.0)  # (time, total wait) at the last decision
+        # (time, total wait, batches) where the controller's next period began,
+        # and the batches handed out when it decides next.
+        self._tune_mark = (time.perf_counter(), 0.0, 0)
+        self._tune_at = 0 if autotune is None else autotune.next_period
         if isinstance(executor, ExecutorSpec):
             executor = make_executor(executor, dataset)
         # Our own serial executor builds a batch with fetch_batch and nothing
@@ -249,30 +252,49 @@ class Engine:
         plan = self._last_plan
         counters = self._counters
         counters.record(self, start, 0 if plan is None else len(plan.indices))
-        if self._autotune is not None and counters.batches % self._autotune.period == 0:
-            self._retune()
+        if self._autotune is not None:
+            if counters.batches == 1:
+                # Starting the workers is a wait no worker count removes: the
+                # first period is measured from the first batch on.
+                self._tune_mark = (time.perf_counter(), counters.wait, 1)
+            elif counters.batches >= self._tune_at:
+                self._retune()
         return batch
 
     def _retune(self) -> None:
-        """Ask the controller for the number of workers; rebuild the executor if it changed."""
+        """Ask the controller for the number of workers; resize the executor if it changed."""
         spec, autotune = self._executor_spec, self._autotune
         assert spec is not None and autotune is not None  # checked in __init__
-        now, wait = time.perf_counter(), self._counters.wait
-        since, waited = self._tune_mark
-        self._tune_mark = (now, wait)
+        now, wait, batches = time.perf_counter(), self._counters.wait, self._counters.batches
+        since, waited, counted = self._tune_mark
+        self._tune_mark = (now, wait, batches)
         rss = sum(children_rss().values()) if spec.kind == "process" else 0
-        decision = autotune.decide(self._counters.batches, spec.workers,
+        decision = autotune.decide(batches, spec.workers,
                                    (wait - waited) / max(now - since, 1e-9), rss,
-                                   (wait - waited) / autotune.period)
+                                   (wait - waited) / max(batches - counted, 1))
+        self._tune_at = batches + autotune.next_period
         note_decision(self, decision)
-        if decision.new_workers != spec.workers:
-            # Drop the batches in flight and plan them again on the new executor:
-            # the same plans, so the same batches.
+        if decision.new_workers == spec.workers:
+            return
+        self._executor_spec = spec = dataclasses.replace(spec, workers=decision.new_workers)
+        executor = self._executor
+        if not isinstance(executor, Resizable):
+            # (Ray's actors) Drop the batches in flight and plan them again on
+            # a new executor: the same plans, so the same batches.
             self._discard()
-            self._executor.close()
-            self._executor_spec = spec = dataclasses.replace(spec, workers=decision.new_workers)
+            executor.close()
             self._executor = make_executor(spec, self._dataset)
             self._window = self._window.copy_for(self._executor, self._position)
+            return
+        # In place: the batches in flight stay, the window's depth follows the
+        # workers, and a new worker gets the next plans at once. The batch in
+        # hand is consumed already: a failure is raised on the next call.
+        try:
+            executor.resize(decision.new_workers)
+            if not self._window.holds_at(self._position):
+                self._fill()
+        except BaseException as error:
+            self._deferred = error
 
     def _next_batch(self) -> Any:
         run = self._run

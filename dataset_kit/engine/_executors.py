@@ -16,8 +16,9 @@ from __future__ import annotations
 import weakref
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
+from dataset_kit._checks import positive_int
 from dataset_kit.engine._fetch import fetch_batch
 from dataset_kit.engine._process import first_batch as _first_batch
 from dataset_kit.engine._process.pool import (
@@ -59,6 +60,21 @@ class Executor(Protocol):
 
     def close(self) -> None:
         """Release threads, processes and memory. Idempotent."""
+
+
+@runtime_checkable
+class Resizable(Protocol):
+    """An executor whose number of workers can change while it runs (``"auto"``).
+
+    ``resize`` keeps every batch in flight: the handles already given out
+    are collected as before. ``depth`` follows the workers unless it was
+    given.
+    """
+
+    workers: int
+
+    def resize(self, workers: int) -> None:
+        """Build the next batches with ``workers`` workers."""
 
 
 def _build(dataset: Any, plan: BatchPlan, seed: int, converter: Converter | None) -> Any:
@@ -136,12 +152,30 @@ class ThreadExecutor(_Closable):
         self._dataset = dataset
         self._converter = converter
         self.workers = workers
+        self._depth = depth
         self.depth = 2 * workers if depth is None else depth
         self.timeout = timeout
         self._pool = self._new_pool()
 
     def _new_pool(self) -> ThreadPoolExecutor:
         return ThreadPoolExecutor(self.workers, thread_name_prefix="dataset_kit")
+
+    def resize(self, workers: int) -> None:
+        """Build the next batches on ``workers`` threads; those in flight finish where they are.
+
+        Raises:
+            ValueError: if ``workers`` is not positive.
+        """
+        positive_int("workers", workers)
+        if workers == self.workers:
+            return
+        self.workers = workers
+        self.depth = 2 * workers if self._depth is None else self._depth
+        if not self.closed:
+            # The old pool's threads finish the batches submitted to it (their
+            # futures are the handles in flight), then end.
+            old, self._pool = self._pool, self._new_pool()
+            old.shutdown(wait=False)
 
     def submit(self, plan: BatchPlan, seed: int) -> Future:
         return self._pool.submit(_build, self._dataset, plan, seed, self._converter)
@@ -239,6 +273,7 @@ class ProcessExecutor(_Closable):
                  converter: Converter | None = None, worker_init: Any = None,
                  max_tasks: int | None = None, warn_after: float | None = None,
                  timeout: float | None = None, depth: int | None = None) -> None:
+        self._depth = depth
         self.depth = 2 * workers if depth is None else max(depth, 1)
         self._options = dict(workers=workers, start_method=start_method, dataset=dataset,
                              converter=converter, worker_init=worker_init, max_tasks=max_tasks,
@@ -316,6 +351,32 @@ class ProcessExecutor(_Closable):
             # state: stop everything at once.
             self._fail(error)
             raise
+
+    @property
+    def workers(self) -> int:
+        """The worker processes (those the next batches are built by)."""
+        return int(self._options["workers"])
+
+    def resize(self, workers: int) -> None:
+        """Build the next batches with ``workers`` processes, in place.
+
+        Workers are forked into the running pool or retired from it (a
+        retired worker answers what it was sent, then exits); the batches in
+        flight stay where they are, and their handles collect them as before.
+
+        Raises:
+            ValueError: if ``workers`` is not positive.
+            WorkerDiedError: (later, on ``collect``) if a worker dies meanwhile.
+        """
+        positive_int("workers", workers)
+        self._options["workers"] = workers
+        self.depth = 2 * workers if self._depth is None else max(self._depth, 1)
+        if self._pool is not None and not self.closed:
+            try:
+                self._pool.resize(workers)
+            except BaseException as error:
+                self._fail(error)
+                raise
 
     def cancel(self, handles: list) -> None:
         # Nothing to send: the pool reads and drops answers to tasks that

@@ -217,8 +217,8 @@ def test_preprocess_threads_auto_gives_the_batches_of_0_and_3_workers(rec):
     assert batches(3) == expected
     with dataset_kit.profile() as p:
         assert batches("auto") == expected
-    # The engine's controller decided every 16 batches.
-    assert [d["batch"] for d in p.to_json()["decisions"]] == [16, 32]
+    # The engine's controller decided after 4 and 8 batches, then every 16.
+    assert [d["batch"] for d in p.to_json()["decisions"]] == [4, 12, 28]
     with pytest.raises(ValueError, match="memory_limit is for preprocess_threads='auto'"):
         ImageRecordIter(path_imgrec=rec, data_shape=(3, 8, 8), batch_size=1,
                         preprocess_threads=2, memory_limit=1 << 30)

@@ -4,8 +4,8 @@ Every message is a small named tuple (cheap to pickle, read by field name),
 and :class:`WorkerConfig` is everything a worker is started with. Extending
 the protocol means adding a field or a type here, nowhere else.
 
-Main process → worker: :class:`Task`, :class:`Forget` (and a stop through the
-lifeline, :mod:`._lifeline`, which no batch being built delays).
+Main process → worker: :class:`Task`, :class:`Forget`, :class:`Retire` (and a
+stop through the lifeline, :mod:`._lifeline`, which no batch being built delays).
 Worker → main process: :class:`Done`, :class:`Failed`, :class:`Retire`.
 """
 
@@ -57,7 +57,12 @@ class Failed(NamedTuple):
 
 
 class Retire(NamedTuple):
-    """The worker built its ``maxtasksperchild`` batches and exits after this."""
+    """Retirement: the worker answers the tasks sent before it, says so, and exits.
+
+    From a worker: it built its ``max_tasks`` batches. To a worker: the pool
+    has one worker fewer (``num_workers="auto"`` removed it); the worker
+    answers what it was sent, sends ``Retire`` back and exits.
+    """
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from dataset_kit._checks import positive_int
 from dataset_kit.engine import _stats, _wire
 from dataset_kit.engine._process import reaper as _reaper
 from dataset_kit.engine._process import shm as _shm
@@ -157,6 +158,33 @@ class ProcessPool:
             raise
         self.workers = [self._watch(index, process, parent_end, task)
                         for index, (process, parent_end, task) in enumerate(forked)]
+
+    def resize(self, workers: int) -> None:
+        """Have ``workers`` workers from now on, in place.
+
+        An added worker is forked into the running pool and takes tasks at
+        once. A removed worker (the last ones: the slots stay ``0..n-1``) is
+        sent :class:`Retire`: it answers every task it was sent, which the
+        handles that name it still receive, and exits. A worker that dies
+        meanwhile is a :class:`WorkerDiedError` as always.
+
+        Raises:
+            ValueError: if ``workers`` is not positive.
+            Exception: whatever forking raised (the workers started so far stay).
+        """
+        positive_int("workers", workers)
+        self._reap_retired()
+        try:
+            self.worker_count = workers  # what the new workers are told (worker_init)
+            while len(self.workers) < workers:
+                self.workers.append(self._start(len(self.workers)))
+        finally:
+            self.worker_count = len(self.workers)
+        while len(self.workers) > workers:
+            worker = self.workers.pop()
+            self.worker_count = len(self.workers)
+            self._retiring.append(worker)
+            self._transport.send(worker.channel, Retire())
 
     def _start(self, index: int) -> _Worker:
         """Start a worker in slot ``index`` (a replacement, in a running pool)."""

@@ -102,6 +102,14 @@ def worker_main(config: WorkerConfig, conn: Any, lifeline: Any) -> None:
                 message = conn.recv()
             except (EOFError, OSError):
                 _orphaned(config.prefix)  # the main process closed our pipe: it is gone
+        if isinstance(message, Retire):
+            # The pool shrank: every task sent before this was answered (the
+            # pipe keeps their order), so the worker is done.
+            try:
+                conn.send(Retire())
+            except OSError:
+                _orphaned(config.prefix)
+            return
         if isinstance(message, Forget):
             for name in message.names:
                 block = blocks.pop(name, None)
