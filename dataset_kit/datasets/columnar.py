@@ -48,6 +48,10 @@ class ColumnarDataset(DatasetMixin):
     row_group_starts: np.ndarray
     #: ``[name, size, mtime, etag]`` of every file read (see :class:`FileStamp`).
     stamps: list[list]
+    #: The most row groups a batch may read and still ask for the worker that
+    #: has them (:meth:`batch_locality`): a block of 4 and the batch that
+    #: straddles two blocks.
+    locality_groups = 8
 
     def __init__(self, cache_bytes: int) -> None:
         self.cache_bytes = cache_bytes
@@ -144,6 +148,25 @@ class ColumnarDataset(DatasetMixin):
             return ExampleBatch.from_checked(out, len(indices))
         names = list(out)
         return [dict(zip(names, row)) for row in zip(*out.values())]
+
+    def batch_locality(self, indices: np.ndarray) -> tuple[int, ...] | None:
+        """The row groups a batch of ``indices`` reads, or None if more than a few.
+
+        Worker processes each keep a cache of decoded row groups, so the
+        engine sends the batches that read a row group to the worker that
+        decoded it (``dataset_kit.engine.BatchLocality``): with a block
+        shuffle each row group is decoded by one worker per epoch, not by
+        every worker. A batch that reads more than :attr:`locality_groups`
+        row groups (a full shuffle) has no preference: any worker may be
+        the one holding most of them.
+        """
+        indices = np.asarray(indices)
+        if not len(indices):
+            return None
+        groups = np.unique(np.searchsorted(self.row_group_starts, indices, side="right") - 1)
+        if len(groups) > self.locality_groups:
+            return None
+        return tuple(groups.tolist())
 
     def fingerprint(self) -> dict:
         """What a checkpoint records of the data: the row count and every file's stamp."""
