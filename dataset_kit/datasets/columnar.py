@@ -58,6 +58,8 @@ class ColumnarDataset(DatasetMixin):
         self._cache: OrderedDict[int, tuple[dict[str, Any], int]] = OrderedDict()
         self._held = 0
         self._lock = threading.Lock()
+        # Row groups being decoded now, by one thread each (see group()).
+        self._reading: dict[int, threading.Event] = {}
 
     def read_group(self, group: int) -> Any:
         """Read global row group ``group`` as an Arrow table of :attr:`columns`."""
@@ -91,22 +93,35 @@ class ColumnarDataset(DatasetMixin):
     def group(self, group: int) -> dict[str, Any]:
         """Row group ``group``'s columns as numpy arrays (RaggedColumns for ragged
         columns), from the cache or read now."""
-        with self._lock:
-            found = self._cache.get(group)
-            if found is not None:
-                self._cache.move_to_end(group)
-                return found[0]
-        table = self.read_group(group)
-        columns = {name: _arrow.to_numpy(table.column(name), kind, dtype)
-                   for name, kind, dtype in self.columns}
-        size = int(table.nbytes)
-        with self._lock:
-            if group not in self._cache:
+        while True:
+            with self._lock:
+                found = self._cache.get(group)
+                if found is not None:
+                    self._cache.move_to_end(group)
+                    return found[0]
+                reading = self._reading.get(group)
+                if reading is None:
+                    reading = self._reading[group] = threading.Event()
+                    break
+            # Another thread (worker threads share this cache) is decoding
+            # this row group: wait for it rather than decode it a second time,
+            # then look again (it may have failed, or been evicted already).
+            reading.wait()
+        try:
+            table = self.read_group(group)
+            columns = {name: _arrow.to_numpy(table.column(name), kind, dtype)
+                       for name, kind, dtype in self.columns}
+            size = int(table.nbytes)
+            with self._lock:
                 self._cache[group] = (columns, size)
                 self._held += size
-            while self._held > self.cache_bytes and len(self._cache) > 1:
-                _, (_, freed) = self._cache.popitem(last=False)
-                self._held -= freed
+                while self._held > self.cache_bytes and len(self._cache) > 1:
+                    _, (_, freed) = self._cache.popitem(last=False)
+                    self._held -= freed
+        finally:
+            with self._lock:
+                del self._reading[group]
+            reading.set()
         return columns
 
     def cached_bytes(self) -> int:
@@ -174,7 +189,7 @@ class ColumnarDataset(DatasetMixin):
 
     def __getstate__(self) -> dict:
         # Workers start with an empty cache (and a lock of their own).
-        return dict(self.__dict__, _cache=OrderedDict(), _held=0, _lock=None)
+        return dict(self.__dict__, _cache=OrderedDict(), _held=0, _lock=None, _reading={})
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)

@@ -8,6 +8,8 @@ the worker that decoded them. The batches themselves never change.
 from __future__ import annotations
 
 import os
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -16,7 +18,7 @@ from hypothesis import strategies as st
 
 from dataset_kit.datasets import ParquetDataset, RowGroupOrderSampler
 from dataset_kit.engine import BatchLocality
-from dataset_kit.iterators import MultiprocessIterator, SerialIterator
+from dataset_kit.iterators import MultiprocessIterator, MultithreadIterator, SerialIterator
 from tests.datasets.parquet_files import write
 
 
@@ -107,3 +109,50 @@ def test_placed_batches_are_those_of_no_workers_and_of_three(files, block, batch
     expected = epochs()
     assert epochs(n_processes=2) == expected
     assert epochs(n_processes=3) == expected
+
+
+class SlowDecodes(LoggedDecodes):
+    """Decodes slowly enough that the other threads ask for the row group meanwhile."""
+
+    def read_group(self, group: int):
+        time.sleep(0.05)
+        return super().read_group(group)
+
+
+def test_threads_sharing_the_cache_decode_each_row_group_once(tmp_path):
+    write(tmp_path / "a.parquet", [8] * 4)
+    log = str(tmp_path / "decodes.log")
+    ds = SlowDecodes(log, tmp_path / "a.parquet", ["id", "tokens"])
+    it = MultithreadIterator(ds, 2, repeat=False, n_threads=3,
+                             order_sampler=RowGroupOrderSampler(ds, 1, seed=2))
+    try:
+        seen = sorted(i for b in it for i in _ids(b))
+    finally:
+        it.finalize()
+    assert seen == list(range(32))
+    assert sorted(g for _, g in _decodes(log)) == [0, 1, 2, 3]
+
+
+def test_a_failed_decode_is_retried_by_the_thread_that_waited_for_it(tmp_path):
+    write(tmp_path / "a.parquet", [8])
+
+    class FailsOnce(ParquetDataset):
+        calls = 0
+
+        def read_group(self, group: int):
+            FailsOnce.calls += 1
+            time.sleep(0.05)
+            if FailsOnce.calls == 1:
+                raise OSError("the first read fails")
+            return super().read_group(group)
+
+    ds = FailsOnce(tmp_path / "a.parquet", ["id"])
+    with ThreadPoolExecutor(2) as pool:
+        # Whichever asks first reads and fails; the other, which waited for
+        # that read, reads again rather than hang or take the failure.
+        futures = [pool.submit(ds.group, 0) for _ in range(2)]
+        errors = [f.exception(timeout=10) for f in futures]
+    assert sorted(type(e).__name__ for e in errors) == ["NoneType", "OSError"]
+    assert next(f for f, e in zip(futures, errors) if e is None).result()["id"].tolist() == \
+        list(range(8))
+    assert FailsOnce.calls == 2
