@@ -156,3 +156,17 @@ def test_a_failed_decode_is_retried_by_the_thread_that_waited_for_it(tmp_path):
     assert next(f for f, e in zip(futures, errors) if e is None).result()["id"].tolist() == \
         list(range(8))
     assert FailsOnce.calls == 2
+
+
+def test_the_torch_door_places_batches_by_row_group_too(tmp_path):
+    pytest.importorskip("torch", reason="the torch door needs PyTorch (the torch extra)")
+    from dataset_kit.torch import DataLoader
+
+    write(tmp_path / "a.parquet", [8] * 6)
+    log = str(tmp_path / "decodes.log")
+    ds = LoggedDecodes(log, tmp_path / "a.parquet", ["id"])
+    order = RowGroupOrderSampler(ds, 1, seed=4).epoch_order(0, len(ds)).tolist()
+    loader = DataLoader(ds, batch_size=4, sampler=order, num_workers=2)
+    seen = sorted(int(i) for batch in loader for i in batch["id"])
+    assert seen == list(range(48))
+    assert sorted(g for _, g in _decodes(log)) == list(range(6))
