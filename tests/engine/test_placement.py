@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import os
+
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from dataset_kit import DatasetMixin
 from dataset_kit.engine._process.placement import Placement
+from dataset_kit.iterators import MultiprocessIterator
 
 
 def test_batches_without_units_go_round_robin_by_task_id():
@@ -82,3 +87,39 @@ def test_every_choice_is_a_worker_and_a_unit_stays_put_while_its_worker_exists(c
             assert loads[worker] == min(loads)
         for unit in units:
             where[unit] = worker
+
+
+class PidsOfBlocks(DatasetMixin):
+    """Each example is the pid of the process that built it; batches read "blocks" of 4."""
+
+    def __init__(self, preference: bool) -> None:
+        self.preference = preference
+
+    def __len__(self) -> int:
+        return 24
+
+    def get_example(self, i: int) -> int:
+        return os.getpid()
+
+    def get_batch(self, indices: np.ndarray) -> list[int]:
+        # Built whole (a fresh pool does not split the first batch across workers).
+        return [os.getpid()] * len(indices)
+
+    def batch_locality(self, indices: np.ndarray):
+        return tuple(sorted({int(i) // 4 for i in indices})) if self.preference else None
+
+
+@pytest.mark.parametrize("preference", [True, False])
+def test_the_process_pool_builds_the_batches_of_a_block_in_one_worker(preference):
+    it = MultiprocessIterator(PidsOfBlocks(preference), 2, repeat=False, shuffle=False,
+                              n_processes=2)
+    try:
+        pids = [batch[0] for batch in it]
+    finally:
+        it.finalize()
+    blocks = [set(pids[k:k + 2]) for k in range(0, len(pids), 2)]  # 2 batches per block
+    if preference:
+        assert all(len(pid) == 1 for pid in blocks)
+        assert len(set(pids)) == 2  # new blocks went to the idle worker
+    else:
+        assert all(len(pid) == 2 for pid in blocks)  # round robin
