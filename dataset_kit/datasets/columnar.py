@@ -52,12 +52,18 @@ class ColumnarDataset(DatasetMixin):
     row_group_starts: np.ndarray
     #: ``[name, size, mtime, etag]`` of every file read (see :class:`FileStamp`).
     stamps: list[list]
+    #: The most row groups a batch may read and still ask for the worker that
+    #: has them (:meth:`batch_locality`): a block of 4 and the batch that
+    #: straddles two blocks.
+    locality_groups = 8
 
     def __init__(self, cache_bytes: int) -> None:
         self.cache_bytes = cache_bytes
         self._cache: OrderedDict[int, tuple[dict[str, Any], int]] = OrderedDict()
         self._held = 0
         self._lock = threading.Lock()
+        # Row groups being decoded now, by one thread each (see group()).
+        self._reading: dict[int, threading.Event] = {}
 
     def read_group(self, group: int) -> Any:
         """Read global row group ``group`` as an Arrow table of :attr:`columns`."""
@@ -101,27 +107,40 @@ class ColumnarDataset(DatasetMixin):
                 column, if a column cannot become its dtype (a null inside a
                 list of integers, which Parquet's statistics cannot rule out).
         """
-        with self._lock:
-            found = self._cache.get(group)
-            if found is not None:
-                self._cache.move_to_end(group)
-                return found[0]
-        table = self.read_group(group)
-        columns = {}
-        for name, kind, dtype in self.columns:
-            try:
-                columns[name] = _arrow.to_numpy(table.column(name), kind, dtype)
-            except ValueError as error:
-                raise ValueError(f"{self.describe_group(group)}, column {name!r}: {error}") \
-                    from None
-        size = int(table.nbytes)
-        with self._lock:
-            if group not in self._cache:
+        while True:
+            with self._lock:
+                found = self._cache.get(group)
+                if found is not None:
+                    self._cache.move_to_end(group)
+                    return found[0]
+                reading = self._reading.get(group)
+                if reading is None:
+                    reading = self._reading[group] = threading.Event()
+                    break
+            # Another thread (worker threads share this cache) is decoding
+            # this row group: wait for it rather than decode it a second time,
+            # then look again (it may have failed, or been evicted already).
+            reading.wait()
+        try:
+            table = self.read_group(group)
+            columns = {}
+            for name, kind, dtype in self.columns:
+                try:
+                    columns[name] = _arrow.to_numpy(table.column(name), kind, dtype)
+                except ValueError as error:
+                    raise ValueError(f"{self.describe_group(group)}, column {name!r}: "
+                                     f"{error}") from None
+            size = int(table.nbytes)
+            with self._lock:
                 self._cache[group] = (columns, size)
                 self._held += size
-            while self._held > self.cache_bytes and len(self._cache) > 1:
-                _, (_, freed) = self._cache.popitem(last=False)
-                self._held -= freed
+                while self._held > self.cache_bytes and len(self._cache) > 1:
+                    _, (_, freed) = self._cache.popitem(last=False)
+                    self._held -= freed
+        finally:
+            with self._lock:
+                del self._reading[group]
+            reading.set()
         return columns
 
     def cached_bytes(self) -> int:
@@ -164,13 +183,32 @@ class ColumnarDataset(DatasetMixin):
         names = list(out)
         return [dict(zip(names, row)) for row in zip(*out.values())]
 
+    def batch_locality(self, indices: np.ndarray) -> tuple[int, ...] | None:
+        """The row groups a batch of ``indices`` reads, or None if more than a few.
+
+        Worker processes each keep a cache of decoded row groups, so the
+        engine sends the batches that read a row group to the worker that
+        decoded it (``dataset_kit.engine.BatchLocality``): with a block
+        shuffle each row group is decoded by one worker per epoch, not by
+        every worker. A batch that reads more than :attr:`locality_groups`
+        row groups (a full shuffle) has no preference: any worker may be
+        the one holding most of them.
+        """
+        indices = np.asarray(indices)
+        if not len(indices):
+            return None
+        groups = np.unique(np.searchsorted(self.row_group_starts, indices, side="right") - 1)
+        if len(groups) > self.locality_groups:
+            return None
+        return tuple(groups.tolist())
+
     def fingerprint(self) -> dict:
         """What a checkpoint records of the data: the row count and every file's stamp."""
         return {"rows": len(self), "files": [list(s) for s in self.stamps]}
 
     def __getstate__(self) -> dict:
         # Workers start with an empty cache (and a lock of their own).
-        return dict(self.__dict__, _cache=OrderedDict(), _held=0, _lock=None)
+        return dict(self.__dict__, _cache=OrderedDict(), _held=0, _lock=None, _reading={})
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)

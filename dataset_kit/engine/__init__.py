@@ -20,7 +20,8 @@ table of translations onto the names below, and uses no others:
   :class:`ShuffleOrderSampler` are ready implementations, and
   :func:`sampler_kind` the name a state records for a sampler (and
   :func:`order_identity` what its ledger records of it). The dataset
-  protocols: :class:`MapDataset` and :class:`BatchDataset`.
+  protocols: :class:`MapDataset` and :class:`BatchDataset`, and
+  :class:`BatchLocality` (which worker process builds a batch cheapest).
 * The converter hook (:data:`Converter`, ``ExecutorSpec(converter=...)``).
 * Adapters for users' samplers: :class:`IterableOrder` (an iterable of
   indices) and :class:`BatchListOrder` (an iterable of index lists).
@@ -53,6 +54,7 @@ from dataset_kit.engine.errors import (
 from dataset_kit.engine.ledger import Ledger, mix_sum
 from dataset_kit.engine.protocols import (
     BatchDataset,
+    BatchLocality,
     BatchStops,
     Converter,
     MapDataset,
@@ -77,6 +79,7 @@ __all__ = [
     "LAST_BATCH",
     "BatchDataset",
     "BatchListOrder",
+    "BatchLocality",
     "BatchPlan",
     "BatchSpec",
     "BatchStops",

@@ -28,7 +28,7 @@ from dataset_kit.engine._process.pool import (
     WorkerError,
 )
 from dataset_kit.engine._statemachine import BatchPlan
-from dataset_kit.engine.protocols import Converter
+from dataset_kit.engine.protocols import BatchLocality, Converter
 
 
 class Executor(Protocol):
@@ -280,6 +280,8 @@ class ProcessExecutor(_Closable):
                              warn_after=warn_after, timeout=timeout)
         self._pool: ProcessPool | None = None
         self._next_task = 0
+        # Asked in this process for each batch: what it reads, for the pool's placement.
+        self._locality = dataset.batch_locality if isinstance(dataset, BatchLocality) else None
         self._finalizer: weakref.finalize | None = None
 
     def _start(self, plan: BatchPlan, seed: int) -> _Task | _Split | _Claimed:
@@ -309,6 +311,8 @@ class ProcessExecutor(_Closable):
         self._finalizer = weakref.finalize(self, self._pool.close)
         self._next_task += len(parts)
         handles = [_Task(task_id, self._pool.workers[k]) for k, (task_id, *_) in enumerate(first)]
+        if len(first) == 1:
+            self._pool.placement.settle(self._units(plan), 0)
         if claims:
             return _Claimed(handles, len(plan.indices))
         return _Split(handles) if len(handles) > 1 else handles[0]
@@ -325,7 +329,12 @@ class ProcessExecutor(_Closable):
     def _submit_one(self, pool: ProcessPool, plan: BatchPlan, seed: int) -> _Task:
         task_id = self._next_task
         self._next_task += 1
-        return _Task(task_id, pool.submit(task_id, plan.indices, plan.epochs, seed))
+        return _Task(task_id, pool.submit(task_id, plan.indices, plan.epochs, seed,
+                                          self._units(plan)))
+
+    def _units(self, plan: BatchPlan) -> Any:
+        """What the plan's batch reads (the dataset's ``batch_locality``), or None."""
+        return None if self._locality is None else self._locality(plan.indices)
 
     def collect(self, handle: _Task | _Split | _Claimed) -> Any:
         if isinstance(handle, _Split):

@@ -13,7 +13,7 @@ without importing the engine, and are the same objects here.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -74,8 +74,26 @@ class StatefulSampler(Protocol):
     def load_state_dict(self, state: dict | None) -> None: ...
 
 
-__all__ = ["BatchDataset", "BatchStops", "Converter", "MapDataset", "OrderSamplerLike",
-           "RandomAccessOrder", "StatefulSampler"]
+@runtime_checkable
+class BatchLocality(Protocol):
+    """A dataset whose batches are cheapest where related batches were built.
+
+    ``batch_locality(indices)`` returns the *units* a batch of those indices
+    reads (e.g. the row groups it decodes into a per-process cache), as a
+    tuple of hashable values, or None for no preference. With worker
+    processes, a batch that shares a unit with a recent batch goes to the
+    worker that built that one (and its other units are remembered there);
+    a batch of new units goes to the least loaded worker; a batch without
+    units goes round robin. It is asked in the main process for every
+    batch, so it must be cheap (a binary search, not a read). Placement never
+    changes a batch, only which worker builds it.
+    """
+
+    def batch_locality(self, indices: np.ndarray) -> tuple[Hashable, ...] | None: ...
+
+
+__all__ = ["BatchDataset", "BatchLocality", "BatchStops", "Converter", "MapDataset",
+           "OrderSamplerLike", "RandomAccessOrder", "StatefulSampler"]
 
 
 #: The converter hook: ``ExecutorSpec(converter=fn)`` applies ``fn`` to each

@@ -17,6 +17,7 @@ from torch._utils import ExceptionWrapper
 from torch.utils.data._utils import worker as _torch_worker
 
 from dataset_kit.dataset import DatasetMixin, fetch_examples
+from dataset_kit.engine import BatchLocality
 from dataset_kit.torch import _collate
 
 
@@ -65,6 +66,12 @@ class Fetch(DatasetMixin):
 
     def get_example(self, i: int) -> Any:
         return self.dataset[i]
+
+    def batch_locality(self, indices: Any) -> Any:
+        """The user's dataset's answer (what a batch reads, for the engine's placement), or None."""
+        if self.key_type is None and isinstance(self.dataset, BatchLocality):
+            return self.dataset.batch_locality(indices)
+        return None
 
     def get_batch(self, indices: Any) -> Any:
         try:

@@ -39,6 +39,7 @@ from dataset_kit.engine._process.messages import (
     Task,
     WorkerConfig,
 )
+from dataset_kit.engine._process.placement import Placement
 from dataset_kit.engine._process.transport import Channel, Transport, _Undecodable
 from dataset_kit.engine._process.worker import worker_main
 from dataset_kit.engine.errors import (
@@ -136,6 +137,8 @@ class ProcessPool:
         self.warn_after = warn_after
         self.timeout = timeout
         self.workers: list[_Worker] = []
+        #: Which worker builds each task (see :mod:`.placement`).
+        self.placement = Placement()
         self._retiring: list[_Worker] = []
         self.closed = False
         self._cleaned = False
@@ -232,13 +235,18 @@ class ProcessPool:
 
     # -- tasks ----------------------------------------------------------------
 
-    def submit(self, task_id: int, indices: Any, epochs: Any, seed: int) -> _Worker:
-        """Queue a task for its worker (round robin by id); return that worker.
+    def submit(self, task_id: int, indices: Any, epochs: Any, seed: int,
+               units: Sequence[Any] | None = None) -> _Worker:
+        """Queue a task for its worker; return that worker.
 
-        Never blocks: the transport's sender thread delivers the task.
+        The worker is the one that recently built a task reading any of
+        ``units`` (what the batch reads, see :mod:`.placement`), else the
+        least loaded; without units, round robin by id. Never blocks: the
+        transport's sender thread delivers the task.
         """
         self._reap_retired()
-        worker = self.workers[task_id % self.worker_count]
+        worker = self.workers[self.placement.choose(
+            task_id, units, [len(w.pending) for w in self.workers])]
         if worker.channel.send_failed or (worker.channel.ended and not worker.channel.inbox):
             self._raise_dead(worker)
         if self.max_tasks is not None and worker.sent >= self.max_tasks:
