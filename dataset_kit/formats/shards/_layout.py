@@ -16,7 +16,7 @@ from __future__ import annotations
 import mmap
 import os
 import struct
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -26,6 +26,24 @@ _HEAD = len(MAGIC) + 8
 
 class ShardFormatError(ValueError):
     """A shard file is not what its manifest says (names the file and the offset)."""
+
+
+class OpenedShard(Protocol):
+    """What the shard cache and its readers need of an open shard, in either format
+    (:class:`ShardFile`, or ``_parquet.ParquetShardFile``)."""
+
+    path: str
+
+    @property
+    def in_memory(self) -> bool: ...
+
+    def fileno(self) -> int: ...
+
+    def fields(self, offset: int) -> list[Any]: ...
+
+    def columns_of(self, offsets: np.ndarray) -> list[list]: ...
+
+    def close(self) -> None: ...
 
 
 def zstd() -> Any:
