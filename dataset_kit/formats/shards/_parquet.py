@@ -41,7 +41,7 @@ import numpy as np
 from dataset_kit.formats import _arrow
 from dataset_kit.formats.parquet import ParquetFormatError, ParquetPart
 from dataset_kit.formats.shards._columns import ENCODE
-from dataset_kit.formats.shards._layout import ShardFormatError
+from dataset_kit.formats.shards._layout import OpenedShard, ShardFormatError
 
 #: The suffix of the column holding an ``ndarray`` column's shapes.
 SHAPE_SUFFIX = ".shape"
@@ -161,11 +161,11 @@ def _list_array(pa: Any, rows: list[np.ndarray], dtype: np.dtype) -> Any:
 Take = Callable[[list[int]], list]
 
 
-class ParquetShardFile:
+class ParquetShardFile(OpenedShard):
     """A Parquet shard on local disk (or its verified bytes in memory), read by row group.
 
-    The interface of :class:`~dataset_kit.formats.shards._layout.ShardFile`:
-    :meth:`columns_of` returns each column's values for a batch of rows:
+    An :class:`~dataset_kit.formats.shards._layout.OpenedShard`, as our layout's
+    ``ShardFile`` is: :meth:`columns_of` returns each column's values for a batch of rows:
     ``int``, ``float``, ``str``, ``bytes``, ``json`` and ``ndarray`` values as
     our layout's decoders return them, images as their encoded bytes. The row
     groups a read decodes stay decoded while the shard is open, so a shuffled
@@ -187,16 +187,16 @@ class ParquetShardFile:
     def __init__(self, path: str, count: int, columns: dict[str, str],
                  data: bytes | None = None) -> None:
         pa = _arrow.require_pyarrow("StreamingDataset over Parquet shards")
-        self.path, self._encodings = path, list(columns.items())
+        super().__init__(path, data)
+        self._encodings = list(columns.items())
         self._names = column_names(columns)
-        self._file = None if data is not None else open(path, "rb")  # noqa: SIM115 - kept open
         self._source: Any = None
         self._groups: dict[int, list[Take]] = {}
         self._lock = threading.Lock()
         try:
             if data is not None:
                 self._source = pa.BufferReader(data)
-            elif os.fstat(self._file.fileno()).st_size:  # type: ignore[union-attr]
+            elif os.fstat(self.fileno()).st_size:
                 self._source = pa.memory_map(path)
             else:
                 raise ShardFormatError(f"shard {path} is empty: not a Parquet file")
@@ -216,25 +216,6 @@ class ParquetShardFile:
         except BaseException:
             self.close()
             raise
-
-    @property
-    def in_memory(self) -> bool:
-        """Whether this shard is read from memory (no file, no in-use lock)."""
-        return self._file is None
-
-    def fileno(self) -> int:
-        """The descriptor that holds the shard open (and its in-use lock).
-
-        Raises:
-            ValueError: if the shard is read from memory.
-        """
-        if self._file is None:
-            raise ValueError(f"shard {self.path} is read from memory: it has no descriptor")
-        return self._file.fileno()
-
-    def fields(self, offset: int) -> list[Any]:
-        """Return the column values of sample ``offset`` of this shard."""
-        return [column[0] for column in self.columns_of(np.array([offset]))]
 
     def columns_of(self, offsets: np.ndarray) -> list[list]:
         """Return the values of samples ``offsets``, one list per column.
@@ -279,8 +260,7 @@ class ParquetShardFile:
         if self._source is not None:
             self._source.close()
             self._source = None
-        if self._file is not None:
-            self._file.close()
+        super().close()
 
 
 def _column(table: Any, name: str, encoding: str) -> Take:
