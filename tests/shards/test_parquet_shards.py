@@ -65,10 +65,16 @@ def assert_same(got, expected):
             assert type(got[key]) is type(value) and got[key] == value, key
 
 
-def test_every_encoding_reads_back_as_our_layout_gives_it(tmp_path):
+@pytest.mark.parametrize("group_bytes", [1 << 20, 1500])
+def test_every_encoding_reads_back_as_our_layout_gives_it(tmp_path, monkeypatch, group_bytes):
+    from dataset_kit.formats.shards import _parquet
+
+    monkeypatch.setattr(_parquet, "ROW_GROUP_BYTES", group_bytes)  # 1500: a few rows a group
     rows = [row(i) for i in range(30)]
-    ds = write_both(tmp_path, rows)
+    ds = write_both(tmp_path, rows, shard_size=6000)
     assert len(ds["parquet"].manifest.shards) > 2
+    groups = pq.ParquetFile(tmp_path / "parquet" / "shard.00000.parquet").metadata.num_row_groups
+    assert groups == 1 if group_bytes > 6000 else groups > 1
     assert ds["parquet"].manifest.shard_format == "parquet"
     assert ds["parquet"].manifest.compression == "zstd"
     for i in range(30):
@@ -108,11 +114,13 @@ def test_large_shards_have_row_groups_of_about_a_mebibyte(tmp_path):
     hnp.array_shapes(min_dims=0, max_dims=4, min_side=0, max_side=4)),
     min_size=1, max_size=6).filter(lambda arrays: len({a.dtype for a in arrays}) == 1))
 def test_any_shape_and_dtype_round_trips_as_in_our_layout(arrays):
+    from dataset_kit.formats.shards import _parquet
     from dataset_kit.formats.shards._parquet import ParquetRows, ParquetShardFile
 
     rows = ParquetRows({"x": "ndarray"})
     cells = [[rows.cell("x", "ndarray", a)[0]] for a in arrays]
-    data = rows.file_bytes(cells, 100)
+    # Row groups of two rows, read in an order that crosses them.
+    data = rows.file_bytes(cells, len(cells) * _parquet.ROW_GROUP_BYTES // 2)
     shard = ParquetShardFile("memory.parquet", len(arrays), {"x": "ndarray"}, data=data)
     try:
         got = shard.columns_of(np.arange(len(arrays))[::-1])[0][::-1]

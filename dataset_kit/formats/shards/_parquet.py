@@ -231,8 +231,11 @@ class ParquetShardFile(OpenedShard):
             rows = (offsets - self._starts[unique[0]]).tolist()
             return [take(rows) for take in self._group(unique[0])]
         out: list[list] = [[None] * len(offsets) for _ in self._encodings]
-        for group in unique:
-            where = np.flatnonzero(groups == group)
+        # The batch's positions grouped by row group with one sort (not a scan per group).
+        order = np.argsort(groups, kind="stable")
+        cuts = np.searchsorted(groups[order], unique + [unique[-1] + 1]).tolist()
+        for group, start, end in zip(unique, cuts[:-1], cuts[1:]):
+            where = order[start:end]
             rows = (offsets[where] - self._starts[group]).tolist()
             places = where.tolist()
             for column, take in zip(out, self._group(group)):
@@ -275,6 +278,9 @@ def _column(table: Any, name: str, encoding: str) -> Take:
         shapes_column = table.column(name + SHAPE_SUFFIX).combine_chunks()
         dims = shapes_column.values.to_numpy().tolist()
         ends = shapes_column.offsets.to_numpy().tolist()
+        if all(b - a == 1 for a, b in zip(ends[:-1], ends[1:])):
+            # Every row 1-D (token lists, feature vectors): the slices are the arrays.
+            return lambda rows: [values[bounds[r]:bounds[r + 1]] for r in rows]
         shapes = [tuple(dims[a:b]) for a, b in zip(ends[:-1], ends[1:])]
         return lambda rows: [values[bounds[r]:bounds[r + 1]].reshape(shapes[r]) for r in rows]
     items = column.to_pylist()
