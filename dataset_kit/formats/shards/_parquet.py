@@ -158,7 +158,7 @@ def _list_array(pa: Any, rows: list[np.ndarray], dtype: np.dtype) -> Any:
     return pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(values))
 
 
-Take = Callable[[list[int]], list]
+Get = Callable[[int], Any]
 
 
 class ParquetShardFile(OpenedShard):
@@ -191,7 +191,7 @@ class ParquetShardFile(OpenedShard):
         self._encodings = list(columns.items())
         self._names = column_names(columns)
         self._source: Any = None
-        self._groups: dict[int, list[Take]] = {}
+        self._groups: dict[int, list[Get]] = {}
         self._lock = threading.Lock()
         try:
             if data is not None:
@@ -229,21 +229,15 @@ class ParquetShardFile(OpenedShard):
         unique = np.unique(groups).tolist()
         if len(unique) == 1:  # the common case: a batch inside one row group
             rows = (offsets - self._starts[unique[0]]).tolist()
-            return [take(rows) for take in self._group(unique[0])]
-        out: list[list] = [[None] * len(offsets) for _ in self._encodings]
-        # The batch's positions grouped by row group with one sort (not a scan per group).
-        order = np.argsort(groups, kind="stable")
-        cuts = np.searchsorted(groups[order], unique + [unique[-1] + 1]).tolist()
-        for group, start, end in zip(unique, cuts[:-1], cuts[1:]):
-            where = order[start:end]
-            rows = (offsets[where] - self._starts[group]).tolist()
-            places = where.tolist()
-            for column, take in zip(out, self._group(group)):
-                for place, value in zip(places, take(rows)):
-                    column[place] = value
-        return out
+            return [list(map(get, rows)) for get in self._group(unique[0])]
+        # Row by row: a fully random batch touches about one row per row group,
+        # where a pass per row group would cost more than its row.
+        decoded = {group: self._group(group) for group in unique}
+        places = list(zip(groups.tolist(), (offsets - self._starts[groups]).tolist()))
+        return [[decoded[group][c](row) for group, row in places]
+                for c in range(len(self._encodings))]
 
-    def _group(self, group: int) -> list[Take]:
+    def _group(self, group: int) -> list[Get]:
         """Row group ``group``'s columns, decoded once while the shard is open."""
         with self._lock:
             found = self._groups.get(group)
@@ -266,12 +260,11 @@ class ParquetShardFile(OpenedShard):
         super().close()
 
 
-def _column(table: Any, name: str, encoding: str) -> Take:
-    """A function that returns the values of one column of a row group at given rows."""
+def _column(table: Any, name: str, encoding: str) -> Get:
+    """A function that returns the value of one column of a row group at a given row."""
     column = table.column(name).combine_chunks()
     if encoding in ("int", "float"):
-        numbers = column.to_numpy()
-        return lambda rows: numbers[rows].tolist()
+        return column.to_numpy().tolist().__getitem__  # Python ints and floats
     if encoding == "ndarray":
         values = column.values.to_numpy(zero_copy_only=False)
         bounds = column.offsets.to_numpy().tolist()
@@ -280,10 +273,10 @@ def _column(table: Any, name: str, encoding: str) -> Take:
         ends = shapes_column.offsets.to_numpy().tolist()
         if all(b - a == 1 for a, b in zip(ends[:-1], ends[1:])):
             # Every row 1-D (token lists, feature vectors): the slices are the arrays.
-            return lambda rows: [values[bounds[r]:bounds[r + 1]] for r in rows]
+            return lambda r: values[bounds[r]:bounds[r + 1]]
         shapes = [tuple(dims[a:b]) for a, b in zip(ends[:-1], ends[1:])]
-        return lambda rows: [values[bounds[r]:bounds[r + 1]].reshape(shapes[r]) for r in rows]
+        return lambda r: values[bounds[r]:bounds[r + 1]].reshape(shapes[r])
     items = column.to_pylist()
     if encoding == "json":
-        return lambda rows: [json.loads(items[r]) for r in rows]
-    return lambda rows: [items[r] for r in rows]
+        return lambda r: json.loads(items[r])
+    return items.__getitem__
