@@ -35,7 +35,7 @@ class ShardWriter:
     column per column, zstd pages, row groups of about 1 MiB; see
     ``formats/shards/_parquet.py`` for how each encoding is kept). Both read
     back through :class:`StreamingDataset` as the same samples; which to
-    choose when is in ``docs/shards.rst``. In a Parquet shard an
+    choose when is in ``docs/streaming.rst``. In a Parquet shard an
     ``ndarray`` column holds one dtype (its first sample's): bool, integers
     or floats.
 

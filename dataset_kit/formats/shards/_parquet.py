@@ -47,8 +47,9 @@ from dataset_kit.formats.shards._layout import OpenedShard, ShardFormatError
 SHAPE_SUFFIX = ".shape"
 #: Bytes of samples per row group. A read of one row decodes its whole row
 #: group; a shuffled epoch decodes every row group of a shard once (they stay
-#: decoded while the shard is open), so this bounds a single read's cost
-#: without costing epochs: see ``docs/shards.rst`` for the measurement.
+#: decoded while the shard is open) and pays per group: 1 MiB keeps a first
+#: read near the smallest groups' cost, larger groups make epochs faster
+#: (``docs/streaming.rst``, "Our layout or Parquet", has the measurement).
 ROW_GROUP_BYTES = 1 << 20
 _NDARRAY_KINDS = "biuf"
 
