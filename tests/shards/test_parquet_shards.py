@@ -262,3 +262,29 @@ def test_a_corrupt_page_is_an_error_naming_the_file_and_row_group(tmp_path, monk
     with pytest.raises(ShardFormatError, match=r"shard .*shard\.00001\.parquet: row group 1 "
                                                r"cannot be read"):
         ds[first + group_rows]
+
+
+def test_worker_processes_and_threads_read_parquet_shards_as_the_main_process_does(tmp_path):
+    from dataset_kit.iterators import MultiprocessIterator, MultithreadIterator
+
+    rows = [{"x": np.full(i % 7, i, np.int32), "y": i} for i in range(300)]
+    with ShardWriter(tmp_path / "set", {"x": "ndarray", "y": "int"}, shard_size=1000,
+                     format="parquet") as writer:
+        for r in rows:
+            writer.write(r)
+    ds = StreamingDataset(tmp_path / "set", local=tmp_path / "cache")
+    assert len(ds.manifest.shards) > 4
+
+    def sampler():
+        return ShardOrderSampler(ds, block_shards=3, seed=5)
+
+    serial = SerialIterator(ds, 8, order_sampler=sampler())
+    expected = [next(serial) for _ in range(60)]
+    with MultiprocessIterator(ds, 8, order_sampler=sampler(), n_processes=2) as processes, \
+            MultithreadIterator(ds, 8, order_sampler=sampler(), n_threads=3) as threads:
+        for batch in expected:
+            for got in (next(processes), next(threads)):
+                assert len(got) == len(batch)
+                for a, b in zip(got, batch):
+                    assert_same(a, b)
+                    assert_same(a, rows[a["y"]])
