@@ -24,8 +24,9 @@ interleaved rounds (batch 256):
   rows missing / repeated in the epoch;
 * the peak resident memory of the 2 workers after an epoch, both loaders;
 * whether ShardWriter should write Parquet: the same rows written as our
-  shards (``dataset-kit shards write``'s Parquet conversion) and read by
-  StreamingDataset (its cache warm, ShardOrderSampler) against the Parquet
+  shards and as Parquet shards (``ShardWriter(format="parquet")``), both by
+  ``dataset-kit shards write``'s Parquet conversion, and read by
+  StreamingDataset (its cache warm, ShardOrderSampler), against the Parquet
   files read in place by ParquetDataset (RowGroupOrderSampler), a shuffled
   epoch each, and the bytes each takes on disk;
 * (``--sections nulls``) a shuffled epoch, 0 and 2 workers, over the same rows
@@ -246,25 +247,29 @@ def _s3_epoch(options: dict, columns: list[str] = COLUMNS, cache: str | None = N
     return _timed(run)
 
 
-def _write_shards(paths: list[str], out: str) -> None:
-    """The Parquet rows as our shards, the way ``dataset-kit shards write`` converts them."""
+def _write_shards(paths: list[str], out: str, shard_format: str = "shards") -> None:
+    """The Parquet rows as shards of ``shard_format``, the way ``dataset-kit shards write``
+    converts them."""
     from dataset_kit.shards import ShardWriter
     from dataset_kit.shards.convert import from_parquet
 
     columns, _, samples = from_parquet(os.path.dirname(paths[0]))
-    with ShardWriter(out, {c: columns[c] for c in COLUMNS}) as writer:
+    with ShardWriter(out, {c: columns[c] for c in COLUMNS}, format=shard_format) as writer:
         for sample in samples:
             writer.write({c: sample[c] for c in COLUMNS})
 
 
 def _shards_epoch(folder: str, cache: str, full: bool = False) -> float:
-    """One shuffled epoch of our shards (StreamingDataset, its cache already warm): blocks
-    of one shard, or (``full``) one block of every shard."""
+    """One shuffled epoch of shards (StreamingDataset, its cache already warm): blocks of
+    one shard, or (``full``) one block of every shard, each kept open."""
     from dataset_kit.shards import ShardOrderSampler, StreamingDataset
 
     def run() -> None:
-        ds = StreamingDataset(folder, local=cache)
-        block = len(ds.manifest.shards) if full else 1
+        shards = StreamingDataset(folder, local=cache).manifest.shards
+        block = len(shards) if full else 1
+        # Every shard of a block stays open (a Parquet shard keeps its row groups
+        # decoded while open: one opened again would decode them again).
+        ds = StreamingDataset(folder, local=cache, open_shards=max(2, block))
         it = SerialIterator(ds, BATCH, repeat=False,
                             order_sampler=ShardOrderSampler(ds, block, 0))
         for _ in it:
@@ -277,24 +282,39 @@ def _size(paths: list[str]) -> int:
     return sum(os.path.getsize(p) for p in paths)
 
 
-def _writer_section(paths: list[str], work: str, runs: int) -> None:
-    shards = os.path.join(work, "shards")
-    _write_shards(paths, shards)
-    cache = os.path.join(work, "shards-cache")
-    _shards_epoch(shards, cache)  # warms the cache: then both read local files in place
-    shard_files = [os.path.join(shards, n) for n in os.listdir(shards) if n.endswith(".dks")]
-    t = median_of_timed(runs, shards=lambda: _shards_epoch(shards, cache),
+def _writer_section(paths: list[str], work: str, runs: int, full_cache_mib: int) -> None:
+    folders = {"shards": os.path.join(work, "shards"),
+               "pshards": os.path.join(work, "parquet-shards")}
+    caches = {name: folder + "-cache" for name, folder in folders.items()}
+    files = {}
+    for name, folder in folders.items():
+        _write_shards(paths, folder, "parquet" if name == "pshards" else "shards")
+        _shards_epoch(folder, caches[name])  # warms the cache: all read local files in place
+        files[name] = [os.path.join(folder, n) for n in os.listdir(folder)
+                       if n.endswith((".dks", ".parquet"))]
+
+    def shards(name: str, full: bool = False):
+        return lambda: _shards_epoch(folders[name], caches[name], full)
+
+    t = median_of_timed(runs, shards=shards("shards"), pshards=shards("pshards"),
                         parquet=lambda: _ours(paths, 0, 1))
     print(f"writer: shuffled epoch, 0 workers, local: our shards (StreamingDataset, "
-          f"{len(shard_files)} shards, {_size(shard_files) / 2**20:.0f} MiB) "
-          f"{t['shards']:.2f} s, Parquet (ParquetDataset, {len(paths)} files, "
-          f"{_size(paths) / 2**20:.0f} MiB) {t['parquet']:.2f} s; shards/parquet "
-          f"{t['shards'] / t['parquet']:.2f}")
-    t = median_of_timed(runs, shards=lambda: _shards_epoch(shards, cache, True),
-                        parquet=lambda: _ours(paths, 0, None))
-    print(f"writer: fully random epoch (one block of everything), 0 workers, local: our "
-          f"shards {t['shards']:.2f} s, Parquet {t['parquet']:.2f} s; shards/parquet "
-          f"{t['shards'] / t['parquet']:.2f}")
+          f"{len(files['shards'])} shards, {_size(files['shards']) / 2**20:.0f} MiB) "
+          f"{t['shards']:.2f} s, Parquet shards (ShardWriter(format='parquet'), "
+          f"StreamingDataset, {len(files['pshards'])} shards, "
+          f"{_size(files['pshards']) / 2**20:.0f} MiB) {t['pshards']:.2f} s, Parquet "
+          f"(ParquetDataset, {len(paths)} files, {_size(paths) / 2**20:.0f} MiB) "
+          f"{t['parquet']:.2f} s; shards/parquet {t['shards'] / t['parquet']:.2f}, "
+          f"parquet shards/parquet {t['pshards'] / t['parquet']:.2f}")
+    t = median_of_timed(runs, shards=shards("shards", True), pshards=shards("pshards", True),
+                        parquet=lambda: _ours(paths, 0, None, cache_bytes=full_cache_mib << 20))
+    # Each holds every decoded row group (ParquetDataset: cache_bytes of --full-cache-mib;
+    # a Parquet shard: while open, and every shard is): a smaller cache decodes again.
+    print(f"writer: fully random epoch (one block of everything, every row group held), "
+          f"0 workers, local: our shards {t['shards']:.2f} s, Parquet shards "
+          f"{t['pshards']:.2f} s, Parquet {t['parquet']:.2f} s; shards/parquet "
+          f"{t['shards'] / t['parquet']:.2f}, "
+          f"parquet shards/parquet {t['pshards'] / t['parquet']:.2f}")
 
 
 class _Replay:
@@ -407,7 +427,7 @@ def main() -> None:
         if "local" in sections:
             _local_tail(paths, ds, hf_ds, args.runs, args.full_cache_mib)
         if "writer" in sections:
-            _writer_section(paths, work, args.runs)
+            _writer_section(paths, work, args.runs, args.full_cache_mib)
         if "nulls" in sections:
             _nulls_section(paths, work, args.rows, args.group_rows, args.runs)
         if "s3" not in sections:

@@ -276,6 +276,10 @@ class ParquetPart:
         storage_options: fsspec's options (for a URL).
         timeout: seconds one ranged read of a remote file may take.
         retries: failed ranged reads retried before an error.
+        copy: a local copy of the file (an Arrow file or buffer) to read the
+            footer from, and later row groups (``read_group(..., source=copy)``),
+            instead of ``name``, which then only names it (a shard in a cache,
+            maybe still being written there); its stamp is the copy's size.
 
     Raises:
         ParquetFormatError: if the file is not Parquet or its footer is corrupt
@@ -284,16 +288,16 @@ class ParquetPart:
     """
 
     def __init__(self, name: str, partitions: dict[str, str], storage_options: dict | None,
-                 timeout: float, retries: int) -> None:
+                 timeout: float, retries: int, *, copy: Any = None) -> None:
         self.name, self.partitions = name, partitions
         self.storage_options = storage_options
         self.timeout, self.retries = timeout, retries
         self._fs: tuple[int, Any, str] | None = None
-        self.stamp = self._stamp()
+        self.stamp = self._stamp() if copy is None else FileStamp(name, copy.size(), "", None)
         self.metadata: Any = None  # None: an empty file, which holds no rows
         self.schema: Any = None
         if self.stamp.size:
-            handle = self._open(None)
+            handle = self._open(None, copy)
             self.metadata, self.schema = handle.metadata, handle.schema_arrow
 
     def _stamp(self) -> FileStamp:

@@ -24,7 +24,10 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     write.add_argument("out")
     write.add_argument("--root", help="folder the .lst image paths are relative to")
     write.add_argument("--shard-size", type=int, default=64 << 20, help="bytes per shard")
-    write.add_argument("--compression", choices=["zstd"], default=None)
+    write.add_argument("--compression", choices=["zstd"], default=None,
+                       help="compress each sample (format shards; Parquet pages are zstd)")
+    write.add_argument("--format", choices=["shards", "parquet"], default="shards",
+                       help="the shard files: our layout (default) or Parquet")
     write.add_argument("--overwrite", action="store_true", help="replace a dataset at OUT")
     write.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
@@ -44,12 +47,14 @@ def run(args: argparse.Namespace) -> int:
     else:
         columns, total, samples = convert.from_dataset(convert.load_dataset(args.source))
     with ShardWriter(args.out, columns, shard_size=args.shard_size,
-                     compression=args.compression, overwrite=args.overwrite) as writer:
+                     compression=args.compression, overwrite=args.overwrite,
+                     format=args.format) as writer:
         for sample in tqdm(samples, total=total, unit="sample", file=sys.stderr,
                            disable=args.no_progress or not sys.stderr.isatty()):
             writer.write(sample)
     manifest = writer.manifest
     size = sum(s.bytes for s in manifest.shards)
-    print(f"{args.out}: {manifest.samples} samples in {len(manifest.shards)} shards, "
+    print(f"{args.out}: {manifest.samples} samples in {len(manifest.shards)} "
+          f"{'Parquet ' if args.format == 'parquet' else ''}shards, "
           f"{size} bytes; columns " + ", ".join(f"{k} ({v})" for k, v in columns.items()))
     return 0

@@ -18,7 +18,7 @@ from types import TracebackType
 
 from dataset_kit._checks import positive_int
 from dataset_kit.filecache import CacheFullError
-from dataset_kit.formats.shards._layout import ShardFile
+from dataset_kit.formats.shards._layout import OpenedShard
 
 
 class Hold:
@@ -30,10 +30,10 @@ class Hold:
 
     __slots__ = ("file", "readers", "retired", "_owner")
 
-    def __init__(self, owner: OpenShards, file: ShardFile) -> None:
+    def __init__(self, owner: OpenShards, file: OpenedShard) -> None:
         self.file, self.readers, self.retired, self._owner = file, 1, False, owner
 
-    def __enter__(self) -> ShardFile:
+    def __enter__(self) -> OpenedShard:
         return self.file
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
@@ -56,8 +56,8 @@ class OpenShards:
         TypeError, ValueError: if ``limit`` is not a positive integer.
     """
 
-    def __init__(self, limit: int, opener: Callable[[int], ShardFile],
-                 reopen: Callable[[int], ShardFile | None]) -> None:
+    def __init__(self, limit: int, opener: Callable[[int], OpenedShard],
+                 reopen: Callable[[int], OpenedShard | None]) -> None:
         self.limit = positive_int("open_shards", limit)
         self._opener, self._reopen = opener, reopen
         self._fresh()
@@ -109,12 +109,12 @@ class OpenShards:
     def __len__(self) -> int:
         return len(self._table)
 
-    def _retire(self, held: Hold) -> ShardFile | None:
+    def _retire(self, held: Hold) -> OpenedShard | None:
         """Mark ``held`` retired (under the lock); return its file if nobody reads it."""
         held.retired = True
         return held.file if held.readers == 0 else None
 
-    def _shrink(self, keep: int) -> list[ShardFile | None]:
+    def _shrink(self, keep: int) -> list[OpenedShard | None]:
         """Retire least recently used shards until ``keep`` are left (under the lock)."""
         idle = []
         while len(self._table) > keep:
@@ -151,7 +151,7 @@ class OpenShards:
             return held
         with self._lock:
             if self._table.get(shard) is not held:  # another thread swapped it first
-                idle: list[ShardFile | None] = [mapped]
+                idle: list[OpenedShard | None] = [mapped]
             else:  # retired, and closed by its last reader (maybe us)
                 held.retired = True
                 held.readers -= 1
@@ -161,7 +161,7 @@ class OpenShards:
         return held
 
 
-def _close(files: list[ShardFile | None]) -> None:
+def _close(files: list[OpenedShard | None]) -> None:
     for file in files:
         if file is not None:
             file.close()

@@ -26,6 +26,9 @@ from dataset_kit.shards._prefetch import OrderPlan, Prefetcher
 class StreamingDataset(DatasetMixin):
     """The samples of a shard set written by :class:`ShardWriter`, fetched on demand.
 
+    Either shard format (our layout or Parquet, as the manifest says) gives
+    the same samples.
+
     ``ds[i]`` maps the global index ``i`` to a shard and an offset (from the
     manifest), makes sure the shard is in the local cache (downloading it
     through fsspec, once per node, sha256-checked) and returns the sample as
@@ -99,9 +102,8 @@ class StreamingDataset(DatasetMixin):
                                  float(timeout), non_negative_int("retries", retries),
                                  positive_int("chunk_size", chunk_size))
         self._columns = list(self.manifest.columns.items())
-        self._decode = {name: DECODE[enc] if decode_images or enc not in IMAGES
-                        else bytes for name, enc in self._columns}
-        self._decoders = [self._decode[name] for name, _ in self._columns]
+        parquet = self.manifest.shard_format == "parquet"
+        self._decoders = [_decoder(enc, parquet, decode_images) for _, enc in self._columns]
         self._rows = _row_builder([name for name, _ in self._columns])
         self._starts = self.manifest.starts.tolist()
         self._starts_array = np.asarray(self.manifest.starts, dtype=np.int64)
@@ -134,7 +136,8 @@ class StreamingDataset(DatasetMixin):
         shard, offset = self.locate(i)
         with self._shards.hold(shard) as opened:
             fields = opened.fields(offset)
-        return {name: self._decode[name](data) for (name, _), data in zip(self._columns, fields)}
+        return {name: data if decode is None else decode(data)
+                for (name, _), decode, data in zip(self._columns, self._decoders, fields)}
 
     def get_batch(self, indices: np.ndarray) -> Sequence[Any]:
         """Return the examples at ``indices``, a shard at a time.
@@ -169,8 +172,8 @@ class StreamingDataset(DatasetMixin):
         return examples
 
     def _decoded(self, columns: list[list[bytes]]) -> list[list]:
-        """Each column's values, decoded (a ``bytes`` column is already)."""
-        return [column if decode is bytes else list(map(decode, column))
+        """Each column's values, decoded (those without a decoder are already)."""
+        return [column if decode is None else list(map(decode, column))
                 for decode, column in zip(self._decoders, columns)]
 
     def _download(self, shards: list[int]) -> None:
@@ -250,6 +253,15 @@ class StreamingDataset(DatasetMixin):
         self._rows = _row_builder([name for name, _ in self._columns])
         self._shards = OpenShards(state["_shards"], self._cache.open_shard,
                                   self._cache.open_cached_shard)
+
+
+def _decoder(encoding: str, parquet: bool, decode_images: bool) -> Callable[[Any], Any] | None:
+    """What turns a column's values, as its shard file returns them, into the sample's
+    (None: nothing). A Parquet shard returns every value but images decoded; our
+    layout returns bytes."""
+    if encoding in IMAGES:
+        return DECODE[encoding] if decode_images else None
+    return None if parquet or encoding == "bytes" else DECODE[encoding]
 
 
 def _row_builder(names: list[str]) -> Callable[[list[list]], list[dict]]:

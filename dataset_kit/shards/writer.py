@@ -10,7 +10,13 @@ from dataset_kit import _files
 from dataset_kit._checks import positive_int
 from dataset_kit.formats.shards import _layout
 from dataset_kit.formats.shards._columns import ENCODE, check_columns
-from dataset_kit.formats.shards.manifest import MANIFEST_NAME, Manifest, ShardInfo
+from dataset_kit.formats.shards._parquet import ParquetRows
+from dataset_kit.formats.shards.manifest import (
+    MANIFEST_NAME,
+    SHARD_FORMATS,
+    Manifest,
+    ShardInfo,
+)
 from dataset_kit.shards import _remote
 
 DEFAULT_SHARD_SIZE = 64 << 20
@@ -24,19 +30,31 @@ class ShardWriter:
     :meth:`close` after every shard, so a writer that dies (even by SIGKILL)
     leaves no manifest and nothing that looks complete.
 
+    A shard is our layout (``format='shards'``: an offset table, then each
+    sample's bytes) or a Parquet file (``format='parquet'``: one Parquet
+    column per column, zstd pages, row groups of about 1 MiB; see
+    ``formats/shards/_parquet.py`` for how each encoding is kept). Both read
+    back through :class:`StreamingDataset` as the same samples; which to
+    choose when is in ``docs/streaming.rst``. In a Parquet shard an
+    ``ndarray`` column holds one dtype (its first sample's): bool, integers
+    or floats.
+
     Args:
         out: a local folder, or a URL fsspec opens (``s3://bucket/prefix``).
         columns: ``{name: encoding}``: ``'ndarray'``, ``'bytes'``, ``'str'``,
             ``'int'``, ``'float'``, ``'json'``, ``'jpeg'`` or ``'png'``.
         shard_size: bytes of samples after which a shard is closed.
         compression: None or ``'zstd'`` (each sample compressed on its own,
-            so random access stays one read).
+            so random access stays one read). Our layout only: Parquet shards
+            always compress their pages with zstd.
         storage_options: passed to fsspec for a remote ``out``.
         overwrite: replace an existing dataset at ``out`` (its manifest is
             removed first, so a crash meanwhile leaves no manifest).
+        format: ``'shards'`` (our layout) or ``'parquet'``.
 
     Raises:
-        ValueError: for a bad ``columns``, ``shard_size`` or ``compression``.
+        ValueError: for a bad ``columns``, ``shard_size``, ``compression`` or ``format``.
+        ImportError: for ``format='parquet'`` without pyarrow (the ``parquet`` extra).
         FileExistsError: if ``out`` already holds a manifest and not ``overwrite``.
     """
 
@@ -44,14 +62,28 @@ class ShardWriter:
 
     def __init__(self, out: str | os.PathLike, columns: dict, shard_size: int =
                  DEFAULT_SHARD_SIZE, compression: str | None = None, *,
-                 storage_options: dict | None = None, overwrite: bool = False) -> None:
+                 storage_options: dict | None = None, overwrite: bool = False,
+                 format: str = "shards") -> None:  # noqa: A002 - the name users expect
         self.out = os.fspath(out)
         self.columns = check_columns(columns)
         self.shard_size = positive_int("shard_size", shard_size)
+        if format not in SHARD_FORMATS:
+            raise ValueError(f"format must be one of {list(SHARD_FORMATS)}, got {format!r}")
+        self.format = format
         if compression not in (None, "zstd"):
             raise ValueError(f"compression must be None or 'zstd', got {compression!r}")
+        self._rows: ParquetRows | None = None
+        self._compressor = None
+        if format == "parquet":
+            if compression is not None:
+                raise ValueError(f"compression {compression!r} is for format='shards' (each "
+                                 f"sample on its own); Parquet shards always compress their "
+                                 f"pages with zstd: pass compression=None")
+            self._rows = ParquetRows(self.columns)
+            compression = "zstd"
+        elif compression:
+            self._compressor = _layout.zstd().ZstdCompressor()
         self.compression = compression
-        self._compressor = _layout.zstd().ZstdCompressor() if compression else None
         self._fs = None
         if not _remote.is_local(self.out):
             self._fs, self._root = _remote.filesystem(self.out, storage_options)
@@ -63,7 +95,7 @@ class ShardWriter:
             self._remove(manifest)
         if self._fs is None:
             os.makedirs(self.out, exist_ok=True)
-        self._pending: list[bytes] = []
+        self._pending: list[Any] = []  # samples' bytes, or (Parquet) their cells
         self._pending_bytes = 0
         self._shards: list[ShardInfo] = []
         self.samples = 0
@@ -99,16 +131,25 @@ class ShardWriter:
             got = sorted(sample) if isinstance(sample, dict) else type(sample).__name__
             raise ValueError(f"sample {self.samples} must be a dict with the columns "
                              f"{sorted(self.columns)}, got {got}")
-        fields = []
+        fields, size = [], 0
         for name, encoding in self.columns.items():
             try:
-                fields.append(ENCODE[encoding](sample[name]))
+                if self._rows is None:
+                    fields.append(ENCODE[encoding](sample[name]))
+                else:
+                    cell, cell_size = self._rows.cell(name, encoding, sample[name])
+                    fields.append(cell)
+                    size += cell_size
             except (TypeError, ValueError) as error:
                 raise type(error)(f"sample {self.samples}, column {name!r} ({encoding}): "
                                   f"{error}") from None
-        blob = _layout.sample_bytes(fields, self._compressor)
-        self._pending.append(blob)
-        self._pending_bytes += len(blob)
+        if self._rows is None:
+            blob = _layout.sample_bytes(fields, self._compressor)
+            self._pending.append(blob)
+            self._pending_bytes += len(blob)
+        else:
+            self._pending.append(fields)
+            self._pending_bytes += size
         self.samples += 1
         if self._pending_bytes >= self.shard_size:
             self._flush()
@@ -116,8 +157,12 @@ class ShardWriter:
     def _flush(self) -> None:
         if not self._pending:
             return
-        data = _layout.shard_bytes(self._pending)
-        name = f"shard.{len(self._shards):05d}.dks"
+        if self._rows is None:
+            data = _layout.shard_bytes(self._pending)
+            name = f"shard.{len(self._shards):05d}.dks"
+        else:
+            data = self._rows.file_bytes(self._pending, self._pending_bytes)
+            name = f"shard.{len(self._shards):05d}.parquet"
         self._publish(_remote.join(self.out, name), data)
         self._shards.append(ShardInfo(name, len(self._pending), len(data),
                                       hashlib.sha256(data).hexdigest()))
@@ -135,7 +180,8 @@ class ShardWriter:
         if not self._shards:
             raise ValueError(f"no sample was written to {self.out}; an empty dataset gets no "
                              f"manifest")
-        self.manifest = Manifest(self.columns, self.compression, tuple(self._shards))
+        self.manifest = Manifest(self.columns, self.compression, tuple(self._shards),
+                                 self.format)
         self._publish(_remote.join(self.out, MANIFEST_NAME), self.manifest.to_json().encode())
         self._closed = True
         return self.manifest

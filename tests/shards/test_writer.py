@@ -101,19 +101,30 @@ def test_a_failed_write_leaves_no_manifest(tmp_path):
     assert os.listdir(tmp_path / "out") and not (tmp_path / "out" / "index.json").exists()
 
 
-def test_sigkill_while_writing_leaves_no_manifest(tmp_path):
+FORMATS = [("shards", ".dks"), ("parquet", ".parquet")]
+
+
+def needs(fmt):
+    if fmt == "parquet":
+        pytest.importorskip("pyarrow", reason="Parquet shards need pyarrow (the parquet extra)")
+
+
+@pytest.mark.parametrize(("fmt", "suffix"), FORMATS)
+def test_sigkill_while_writing_leaves_no_manifest(tmp_path, fmt, suffix):
+    needs(fmt)
     out = tmp_path / "out"
     script = textwrap.dedent(f"""
         import numpy as np
         from dataset_kit.shards import ShardWriter
-        with ShardWriter({str(out)!r}, {{"x": "ndarray"}}, shard_size=10_000) as w:
+        with ShardWriter({str(out)!r}, {{"x": "ndarray"}}, shard_size=10_000,
+                         format={fmt!r}) as w:
             for i in range(10**9):
                 w.write({{"x": np.zeros(1000, np.uint8)}})
     """)
     proc = subprocess.Popen([sys.executable, "-c", script], env={**os.environ,
                                                                   "PYTHONPATH": ROOT})
     try:
-        sigkill_when(proc, lambda: len([n for n in os.listdir(out) if n.endswith(".dks")]
+        sigkill_when(proc, lambda: len([n for n in os.listdir(out) if n.endswith(suffix)]
                                        if out.exists() else []) >= 3,
                      "three shards were written", 60)
     finally:
@@ -124,23 +135,29 @@ def test_sigkill_while_writing_leaves_no_manifest(tmp_path):
         StreamingDataset(out, local=tmp_path / "cache")
 
 
-def test_writes_straight_to_s3_and_reads_back(tmp_path, s3):
-    manifest = write("s3://data/set", n=60, shard_size=700, storage_options=s3)
-    assert len(manifest.shards) > 2
+@pytest.mark.parametrize(("fmt", "suffix"), FORMATS)
+def test_writes_straight_to_s3_and_reads_back(tmp_path, s3, fmt, suffix):
+    needs(fmt)
+    manifest = write("s3://data/set", n=60, shard_size=700, storage_options=s3, format=fmt)
+    assert len(manifest.shards) > 2 and manifest.shards[0].name.endswith(suffix)
     ds = StreamingDataset("s3://data/set", local=tmp_path / "cache", storage_options=s3)
-    assert len(ds) == 60
+    assert len(ds) == 60 and ds.manifest.shard_format == fmt
     for i in (0, 17, 59):
         check(ds[i], i)
+    for i, example in zip((59, 3, 30), ds[np.array([59, 3, 30])]):
+        check(example, i)
 
 
-def test_sigkill_while_writing_straight_to_s3_leaves_no_manifest(tmp_path, s3):
+@pytest.mark.parametrize(("fmt", "suffix"), FORMATS)
+def test_sigkill_while_writing_straight_to_s3_leaves_no_manifest(tmp_path, s3, fmt, suffix):
     import s3fs
 
+    needs(fmt)
     script = textwrap.dedent(f"""
         import numpy as np
         from dataset_kit.shards import ShardWriter
         with ShardWriter("s3://data/killed", {{"x": "ndarray"}}, shard_size=10_000,
-                         storage_options={s3!r}) as w:
+                         storage_options={s3!r}, format={fmt!r}) as w:
             for i in range(10**9):
                 w.write({{"x": np.zeros(1000, np.uint8)}})
     """)
@@ -148,7 +165,7 @@ def test_sigkill_while_writing_straight_to_s3_leaves_no_manifest(tmp_path, s3):
 
     def shards():
         fs.invalidate_cache()
-        return [p for p in fs.find("data/killed") if p.endswith(".dks")]
+        return [p for p in fs.find("data/killed") if p.endswith(suffix)]
 
     proc = subprocess.Popen([sys.executable, "-c", script], env={**os.environ,
                                                                   "PYTHONPATH": ROOT})

@@ -28,6 +28,49 @@ class ShardFormatError(ValueError):
     """A shard file is not what its manifest says (names the file and the offset)."""
 
 
+class OpenedShard:
+    """An open shard of either format (:class:`ShardFile`, or
+    ``_parquet.ParquetShardFile``): held open by a descriptor, which also holds the
+    cache's in-use lock, or read from its verified bytes in memory.
+
+    Args:
+        path: the shard file (only its name, when ``data`` is given).
+        data: the shard's bytes, or None to open ``path``.
+    """
+
+    def __init__(self, path: str, data: bytes | None) -> None:
+        self.path = path
+        self._file = None if data is not None else open(path, "rb")  # noqa: SIM115 - kept open
+
+    @property
+    def in_memory(self) -> bool:
+        """Whether this shard is read from memory (no file, no in-use lock)."""
+        return self._file is None
+
+    def fileno(self) -> int:
+        """The descriptor that holds the shard open (and its in-use lock).
+
+        Raises:
+            ValueError: if the shard is read from memory.
+        """
+        if self._file is None:
+            raise ValueError(f"shard {self.path} is read from memory: it has no descriptor")
+        return self._file.fileno()
+
+    def columns_of(self, offsets: np.ndarray) -> list[list]:
+        """Return the values of samples ``offsets``, one list per column."""
+        raise NotImplementedError
+
+    def fields(self, offset: int) -> list[Any]:
+        """Return the column values of sample ``offset`` of this shard."""
+        return [column[0] for column in self.columns_of(np.array([offset]))]
+
+    def close(self) -> None:
+        """Close the file (releases this process's in-use lock)."""
+        if self._file is not None:
+            self._file.close()
+
+
 def zstd() -> Any:
     """Return the zstandard module (the shards' compression), or raise naming the extra."""
     try:
@@ -56,7 +99,7 @@ def header_size(count: int) -> int:
     return _HEAD + 8 * (count + 1)
 
 
-class ShardFile:
+class ShardFile(OpenedShard):
     """A shard on local disk, mapped read-only, checked against its manifest entry.
 
     Args:
@@ -75,8 +118,8 @@ class ShardFile:
 
     def __init__(self, path: str, count: int, columns: int, compressed: bool,
                  data: bytes | None = None) -> None:
-        self.path, self.columns = path, columns
-        self._file = None if data is not None else open(path, "rb")  # noqa: SIM115 - kept open
+        super().__init__(path, data)
+        self.columns = columns
         self._map: Any = data
         try:
             if self._file is not None:  # mapped: the descriptor also holds the in-use lock
@@ -105,26 +148,7 @@ class ShardFile:
         self._decompressor = zstd().ZstdDecompressor() if compressed else None
         self._lengths = struct.Struct(f"<{columns}I")
 
-    @property
-    def in_memory(self) -> bool:
-        """Whether this shard is read from memory (no file, no in-use lock)."""
-        return self._file is None
-
-    def fileno(self) -> int:
-        """The descriptor that holds the shard open (and its in-use lock).
-
-        Raises:
-            ValueError: if the shard is read from memory.
-        """
-        if self._file is None:
-            raise ValueError(f"shard {self.path} is read from memory: it has no descriptor")
-        return self._file.fileno()
-
-    def fields(self, offset: int) -> list[bytes]:
-        """Return the column bytes of sample ``offset`` of this shard."""
-        return [column[0] for column in self.columns_of(np.array([offset]))]
-
-    def columns_of(self, offsets: np.ndarray) -> list[list[bytes]]:
+    def columns_of(self, offsets: np.ndarray) -> list[list]:
         """Return the bytes of samples ``offsets``, one list per column.
 
         One pass per batch: the offset table is read with numpy once, then
@@ -167,5 +191,4 @@ class ShardFile:
         if isinstance(mapped, mmap.mmap):
             mapped.close()
         self._map = None
-        if self._file is not None:
-            self._file.close()
+        super().close()

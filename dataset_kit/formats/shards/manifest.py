@@ -2,7 +2,9 @@
 
 It is written last and atomically, so shards without a manifest (a writer
 that crashed) never look complete. It pins every shard's sample count, byte
-size and sha256, and the columns' encodings.
+size and sha256, the columns' encodings and the shards' file format (our
+layout, or Parquet: ``"shard_format": "parquet"``; a manifest without the
+field is our layout, as every manifest written before Parquet shards is).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from dataset_kit.formats.shards._columns import ENCODINGS
 MANIFEST_NAME = "index.json"
 FORMAT = "dataset_kit.shards"
 VERSION = 1
+#: The shard file formats: our layout (``_layout``) and Parquet (``_parquet``).
+SHARD_FORMATS = ("shards", "parquet")
 _DIGEST = 8  # hex digits of each shard's sha256 that a summary keeps
 _SHARD_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
@@ -57,11 +61,13 @@ class Manifest:
         columns: ``{column name: encoding}``, in sample order.
         compression: None or ``'zstd'``.
         shards: the shards, in global index order.
+        shard_format: ``'shards'`` (our layout) or ``'parquet'``.
     """
 
     columns: dict
     compression: str | None
     shards: tuple[ShardInfo, ...]
+    shard_format: str = "shards"
 
     @property
     def samples(self) -> int:
@@ -76,10 +82,14 @@ class Manifest:
 
     def to_json(self) -> str:
         """The manifest's text, as written."""
-        return json.dumps({
-            "format": FORMAT, "version": VERSION, "columns": self.columns,
-            "compression": self.compression, "samples": self.samples,
-            "shards": [vars(s) for s in self.shards]}, indent=1)
+        fields = {"format": FORMAT, "version": VERSION, "columns": self.columns,
+                  "compression": self.compression, "samples": self.samples,
+                  "shards": [vars(s) for s in self.shards]}
+        if self.shard_format != "shards":
+            # Our layout's manifests keep the text (and so the sha256 their
+            # checkpoints recorded) they had before Parquet shards.
+            fields["shard_format"] = self.shard_format
+        return json.dumps(fields, indent=1)
 
     @property
     def sha256(self) -> str:
@@ -159,12 +169,16 @@ class Manifest:
         if data.get("compression") not in (None, "zstd"):
             raise ManifestError(f"manifest {where}: unknown compression "
                                 f"{data.get('compression')!r}")
+        shard_format = data.get("shard_format", "shards")
+        if shard_format not in SHARD_FORMATS:
+            raise ManifestError(f"manifest {where}: unknown shard_format {shard_format!r}; "
+                                f"expected one of {list(SHARD_FORMATS)}")
         shards = []
         for number, entry in enumerate(data.get("shards") or []):
             shards.append(_shard_info(entry, f"manifest {where}, shards[{number}]"))
         if not shards:
             raise ManifestError(f"manifest {where} lists no shards")
-        manifest = cls(columns, data["compression"], tuple(shards))
+        manifest = cls(columns, data["compression"], tuple(shards), shard_format)
         if data.get("samples") != manifest.samples:
             raise ManifestError(f"manifest {where}: 'samples' is {data.get('samples')!r}, but "
                                 f"its shards hold {manifest.samples}")
