@@ -23,7 +23,10 @@ from tests.datasets.parquet_files import write
 
 
 class LoggedDecodes(ParquetDataset):
-    """A ParquetDataset that appends ``pid group`` to a file for every row group it decodes."""
+    """A ParquetDataset placed by row group that appends ``pid group`` to a file for every
+    row group it decodes."""
+
+    locality_groups = 8
 
     def __init__(self, log: str, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -67,9 +70,17 @@ def test_each_row_group_is_decoded_by_one_worker_over_an_epoch(tmp_path, groups,
     assert len({pid for pid, _ in decodes}) == 2  # and both workers decoded some
 
 
+def test_placement_by_row_group_is_off_unless_asked(tmp_path):
+    write(tmp_path / "a.parquet", [4, 4])
+    ds = ParquetDataset(tmp_path / "a.parquet", ["id"])
+    assert ds.locality_groups == 0
+    assert ds.batch_locality(np.array([0, 1])) is None
+
+
 def test_a_parquet_dataset_names_the_row_groups_of_a_batch(tmp_path):
     write(tmp_path / "a.parquet", [4, 0, 4, 4])
     ds = ParquetDataset(tmp_path / "a.parquet", ["id"])
+    ds.locality_groups = 8
     assert isinstance(ds, BatchLocality)
     assert ds.batch_locality(np.array([5, 4, 7])) == (2,)
     assert ds.batch_locality(np.array([9, 0, 3])) == (0, 3)
@@ -79,6 +90,7 @@ def test_a_parquet_dataset_names_the_row_groups_of_a_batch(tmp_path):
 def test_a_batch_of_more_than_a_few_row_groups_has_no_preference(tmp_path):
     write(tmp_path / "a.parquet", [2] * 12)
     ds = ParquetDataset(tmp_path / "a.parquet", ["id"])
+    ds.locality_groups = 8
     assert ds.batch_locality(np.arange(0, 24, 2)[:ds.locality_groups]) == \
         tuple(range(ds.locality_groups))
     assert ds.batch_locality(np.arange(0, 24, 2)) is None
@@ -96,6 +108,7 @@ def files(tmp_path_factory):
 @given(block=st.integers(1, 4), batch=st.integers(1, 12), seed=st.integers(0, 2**16))
 def test_placed_batches_are_those_of_no_workers_and_of_three(files, block, batch, seed):
     ds = ParquetDataset(files, ["id", "tokens"])
+    ds.locality_groups = 8
 
     def epochs(**options):
         sampler = RowGroupOrderSampler(ds, block, seed=seed)
