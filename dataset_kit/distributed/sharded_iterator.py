@@ -157,7 +157,7 @@ class ShardedIterator(ChainerIterator):
             ``'pad'`` (padded to full batches) or ``'discard'`` (cut to full
             batches).
         n_processes: build batches in this many worker processes per rank,
-            or ``"auto"``: each rank starts with one and adds or removes
+            or ``"auto"``: each rank starts with two and adds or removes
             workers while it runs (:class:`~dataset_kit.engine.AutoWorkers`),
             with the same batches as any fixed count.
         n_threads: build batches on this many threads per rank.

@@ -202,7 +202,7 @@ class ImageIter(EngineDataIter):
         dtype: the labels' dtype (int32, float32, int64 or float64).
         last_batch_handle: ``'pad'``, ``'discard'`` or ``'roll_over'``.
         num_workers: worker processes that decode and augment (0: in this process);
-            ``"auto"`` starts with one and lets the engine's controller
+            ``"auto"`` starts with two and lets the engine's controller
             (:class:`~dataset_kit.engine.AutoWorkers`) add and remove workers
             while it runs, with the same batches.
         memory_limit: for ``num_workers="auto"``: bytes the workers' RSS may

@@ -198,7 +198,7 @@ class ImageRecordIter(NativeDataIter):
         last_batch_handle: ``'pad'``, ``'discard'`` or ``'roll_over'``,
             overriding ``round_batch`` (dataset_kit's addition).
         preprocess_threads: worker processes (0: decode in the calling thread);
-            ``"auto"`` (not MXNet's) starts with one and lets the engine's
+            ``"auto"`` (not MXNet's) starts with two and lets the engine's
             controller (:class:`~dataset_kit.engine.AutoWorkers`) add and
             remove workers while it runs, with the same batches.
         num_parts: split the records into this many contiguous parts...

@@ -35,7 +35,7 @@ class MultiprocessIterator(ChainerIterator):
         shuffle: whether to shuffle; None means shuffle unless
             ``order_sampler`` is given.
         n_processes: worker processes; None means ``os.cpu_count()``;
-            ``"auto"`` starts with one and lets the engine's controller
+            ``"auto"`` starts with two and lets the engine's controller
             (:class:`~dataset_kit.engine.AutoWorkers`) add and remove workers
             while it runs, without changing a batch.
         n_prefetch: batches each worker keeps queued beyond the one it builds.

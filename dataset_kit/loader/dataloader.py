@@ -74,7 +74,7 @@ class DataLoader:
             :func:`~dataset_kit.loader.default_batchify_fn` when None.
         num_workers: worker processes (threads with ``thread_pool``); 0 builds
             batches in the calling thread. Negative counts as 0, as in Gluon.
-            ``"auto"``: start with one and let the engine's controller
+            ``"auto"``: start with two and let the engine's controller
             (:class:`~dataset_kit.engine.AutoWorkers`) add and remove workers
             while it runs, without changing a batch. Not in Gluon.
         pin_memory: with MXNet in use, batches in ``mx.cpu_pinned(pin_device_id)``

@@ -84,7 +84,7 @@ class DataIterator:
         stop_exhausted: serve the full batches of one epoch, then raise
             ``StopIteration`` (NNabla's); otherwise repeat forever.
         n_processes: build batches in this many worker processes instead;
-            ``"auto"`` (not NNabla's) starts with one and lets the engine's
+            ``"auto"`` (not NNabla's) starts with two and lets the engine's
             controller (:class:`~dataset_kit.engine.AutoWorkers`) add and
             remove workers while it runs, with the same batches.
         memory_limit: for ``n_processes="auto"``: bytes the workers' RSS may

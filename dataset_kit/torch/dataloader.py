@@ -128,7 +128,7 @@ class DataLoader(Generic[_T_co]):
         sampler: a torch ``Sampler`` or any iterable of indices with ``len``.
         batch_sampler: a torch ``BatchSampler`` or any iterable of index lists.
         num_workers: worker processes; 0 loads in the calling thread;
-            ``"auto"`` starts with one and lets the engine's controller
+            ``"auto"`` starts with two and lets the engine's controller
             (:class:`~dataset_kit.engine.AutoWorkers`) add and remove workers
             while it runs, without changing a batch (not in PyTorch).
         collate_fn: merges a list of examples into a batch (in the workers).
@@ -188,7 +188,7 @@ class DataLoader(Generic[_T_co]):
                              "runs, and an IterableDataset splits itself by worker: give it a "
                              "fixed num_workers")
         asked_workers = num_workers
-        # The controller starts with one worker.
+        # The controller starts with two workers (see AutoWorkers.start).
         workers, autotune = AutoWorkers.for_argument("num_workers", num_workers, memory_limit)
         num_workers = cast(int, workers)
         auto_workers = autotune is not None
@@ -233,7 +233,7 @@ class DataLoader(Generic[_T_co]):
         self.dataset, self.batch_size, self.drop_last = dataset, batch_size, drop_last
         self.sampler, self.batch_sampler, self.generator = sampler, batch_sampler, generator
         self.num_workers, self.prefetch_factor = asked_workers, prefetch_factor
-        self._workers = num_workers  # the count started with ("auto" starts with one)
+        self._workers = num_workers  # the count started with ("auto" starts with two)
         self.pin_memory, self.pin_memory_device = pin_memory, pin_memory_device
         self.timeout, self.worker_init_fn = timeout, worker_init_fn
         self.multiprocessing_context = multiprocessing_context

@@ -138,7 +138,8 @@ def test_auto_gives_the_batches_of_0_and_3_workers() -> None:
     decisions = p.to_json()["decisions"]
     assert [d["batch"] for d in decisions] == [4, 12, 28, 44, 60]
     assert all(d["reason"] for d in decisions)
-    assert decisions[0]["new_workers"] == 2  # the loop waited: a worker was added
+    assert decisions[0]["workers"] == 2  # it starts at two
+    assert decisions[0]["new_workers"] > 2  # the loop waited: workers were added
 
 
 class _Counted(_Slow):
@@ -167,7 +168,8 @@ def test_auto_changes_the_count_in_place_building_each_batch_once() -> None:
             it.finalize()
     assert got == [np.stack(b).tolist() for b in SerialIterator(_Slow(), 4, seed=5,
                                                                   repeat=False)]
-    assert p.to_json()["decisions"][0]["new_workers"] == 2  # a worker was added
+    first = p.to_json()["decisions"][0]
+    assert first["workers"] == 2 and first["new_workers"] > 2  # workers were added
     assert list(dataset.built) == [1] * len(dataset)
 
 
@@ -282,7 +284,23 @@ def test_a_worker_killed_while_auto_changes_the_count_is_loud_never_a_hang(
     # with the first batch a killed worker was building (two in flight each).
     assert got == expected[:len(got)] and kill_at <= len(got) <= kill_at + 4
     decisions = p.to_json()["decisions"]
-    if kill_at >= 4:  # the change did happen, in place, from one worker to two
-        assert decisions[0]["batch"] == 4 and decisions[0]["new_workers"] == 2
-    else:
-        assert not decisions
+    if kill_at >= 4:  # the change did happen, in place, from two workers to more
+        assert decisions[0]["batch"] == 4 and decisions[0]["workers"] == 2
+        assert decisions[0]["new_workers"] > 2
+    else:  # killed before it; batch 4 may still have been built before the kill
+        assert [d["batch"] for d in decisions] in ([], [4])
+
+
+def test_auto_starts_at_two_workers_or_fewer_if_capped() -> None:
+    assert AutoWorkers(max_workers=8, memory_limit=1 << 40).start == 2
+    assert AutoWorkers(max_workers=1, memory_limit=1 << 40).start == 1
+    assert AutoWorkers(max_workers=8, memory_limit=1 << 40, start=5).start == 5
+
+
+def test_workers_past_the_memory_limit_are_removed_even_while_the_loop_waits() -> None:
+    auto = AutoWorkers(max_workers=8, memory_limit=1000)
+    decision = auto.decide(4, 3, 0.9, 1200)  # 400 a worker fits alone, 3 do not
+    assert decision.new_workers == 2
+    assert "passed memory_limit=1000" in decision.reason
+    with pytest.raises(ValueError, match="one worker needs 1001 bytes"):
+        auto.decide(8, 1, 0.9, 1001)  # one worker alone past the limit: an error, as before
