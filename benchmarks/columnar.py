@@ -353,11 +353,17 @@ def _resume_ours(options: dict, steps: int = 3) -> str:
         it = make(rank, 2)
         seen += [int(r["label"]) for _ in range(steps) for r in next(it)]
         state = json.loads(json.dumps(it.state_dict()))
+    pads = 0
     for rank in range(3):
         it = make(rank, 3)
         it.load_state_dict(state)
-        seen += [int(r["label"]) for batch in it for r in batch]
-    return _tally(seen, len(ds))
+        for batch in it:
+            # The last batch of a rank may end in padding (ShardedIterator.last_pad):
+            # every rank gets as many batches; a metric leaves the pads out.
+            pad = it.last_pad
+            pads += pad
+            seen += [int(r["label"]) for r in batch][:len(batch) - pad]
+    return f"{_tally(seen, len(ds))} (pads left out, as last_pad says: {pads})"
 
 
 def _resume_theirs(options: dict, rows: int, steps: int = 3) -> str:
