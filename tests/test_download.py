@@ -27,6 +27,7 @@ from dataset_kit import (
     set_dataset_root,
 )
 from tests.http_server import Route
+from tests.processes import run_together
 
 BODY = os.urandom(300_000)
 
@@ -290,25 +291,6 @@ def test_progress_bar_reports_to_stderr(http_server, dataset_root, capsys):
     url = http_server.add("/p", Route(BODY))
     cached_download(url, progress=True)
     assert "B" in capsys.readouterr().err
-
-
-def run_together(n, target, *args):
-    """Run ``target(*args, barrier, results)`` in n spawned processes released at once.
-
-    Returns what each put on ``results``; every process must exit cleanly.
-    """
-    ctx = multiprocessing.get_context("spawn")
-    barrier, results = ctx.Barrier(n), ctx.Queue()
-    procs = [ctx.Process(target=target, args=(*args, barrier, results)) for _ in range(n)]
-    for p in procs:
-        p.start()
-    try:
-        answers = [results.get(timeout=60) for _ in procs]
-    finally:
-        for p in procs:
-            p.join(10)
-    assert all(p.exitcode == 0 for p in procs)
-    return answers
 
 
 def _download_in_child(url, root, barrier, results):

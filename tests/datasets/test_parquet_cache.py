@@ -7,7 +7,6 @@ worker processes, a SIGKILL, a small tmpfs (as root).
 from __future__ import annotations
 
 import io
-import multiprocessing
 import os
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from dataset_kit.formats import FileChangedError
 from tests.datasets.parquet_files import check_row, pq
 from tests.datasets.parquet_files import parquet_bytes as _bytes
 from tests.http_server import Route
+from tests.processes import run_together
 from tests.shards.conftest import sigkill_when, small_tmpfs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -95,18 +95,7 @@ def test_processes_reading_one_file_at_once_cause_one_download(served, tmp_path)
     ds = ParquetDataset(url, ["id"], cache=tmp_path / "cache", chunk_size=1 << 16)
     before = route.gets
     ranges = -(-len(route.body) // (1 << 16))
-    context = multiprocessing.get_context("spawn")
-    barrier, results = context.Barrier(6), context.Queue()
-    procs = [context.Process(target=_read_first, args=(ds, barrier, results))
-             for _ in range(6)]
-    try:
-        for proc in procs:
-            proc.start()
-        assert sorted(results.get(timeout=120) for _ in procs) == [0] * 6
-    finally:
-        for proc in procs:
-            proc.kill()
-            proc.join()
+    assert sorted(run_together(6, _read_first, ds, timeout=120)) == [0] * 6
     # One download (its ranges and one listing to check the ETag) for six processes.
     assert route.gets - before == ranges + 1
     assert len(cached(tmp_path / "cache", wait_for=1)) == 1

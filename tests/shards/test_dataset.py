@@ -1,4 +1,3 @@
-import multiprocessing
 import os
 import time
 
@@ -16,6 +15,7 @@ from dataset_kit.shards import (
 )
 from dataset_kit.shards._cache import cached_name
 from tests.http_server import Route
+from tests.processes import run_together
 from tests.shards.conftest import check, sigkill_when, small_tmpfs, write
 
 
@@ -154,19 +154,9 @@ def _read_first(url, cache, barrier, results):
 def test_eight_processes_wanting_one_shard_cause_one_download(tmp_path, http_server):
     write(tmp_path / "set", n=20, shard_size=10_000)
     routes = serve(http_server, tmp_path / "set", delay=0.05)
-    context = multiprocessing.get_context("spawn")
-    barrier, results = context.Barrier(8), context.Queue()
-    procs = [context.Process(target=_read_first, args=(http_server.url("/set"),
-                                                       str(tmp_path / "cache"), barrier, results))
-             for _ in range(8)]
-    try:
-        for proc in procs:
-            proc.start()
-        assert sorted(results.get(timeout=120) for _ in procs) == [0] * 8
-    finally:
-        for proc in procs:
-            proc.kill()
-            proc.join()
+    answers = run_together(8, _read_first, http_server.url("/set"), str(tmp_path / "cache"),
+                           timeout=120)
+    assert sorted(answers) == [0] * 8
     assert routes["shard.00000.dks"].gets == 1
 
 
