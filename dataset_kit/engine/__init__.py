@@ -21,7 +21,8 @@ table of translations onto the names below, and uses no others:
   :func:`sampler_kind` the name a state records for a sampler (and
   :func:`order_identity` what its ledger records of it). The dataset
   protocols: :class:`MapDataset` and :class:`BatchDataset`, and
-  :class:`BatchLocality` (which worker process builds a batch cheapest).
+  :class:`BatchLocality` (which worker process builds a batch cheapest) and
+  :class:`BatchParts` (units warmed ahead, a straddling batch built in parts).
 * The converter hook (:data:`Converter`, ``ExecutorSpec(converter=...)``).
 * Adapters for users' samplers: :class:`IterableOrder` (an iterable of
   indices) and :class:`BatchListOrder` (an iterable of index lists).
@@ -55,6 +56,7 @@ from dataset_kit.engine.ledger import Ledger, mix_sum
 from dataset_kit.engine.protocols import (
     BatchDataset,
     BatchLocality,
+    BatchParts,
     BatchStops,
     Converter,
     MapDataset,
@@ -80,6 +82,7 @@ __all__ = [
     "BatchDataset",
     "BatchListOrder",
     "BatchLocality",
+    "BatchParts",
     "BatchPlan",
     "BatchSpec",
     "BatchStops",

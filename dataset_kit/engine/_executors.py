@@ -14,12 +14,13 @@ so the batches are identical whatever the executor.
 from __future__ import annotations
 
 import weakref
+from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from dataset_kit._checks import positive_int
-from dataset_kit.engine._fetch import fetch_batch
+from dataset_kit.engine._fetch import as_batch, fetch_batch
 from dataset_kit.engine._process import first_batch as _first_batch
 from dataset_kit.engine._process.pool import (
     BatchTimeoutError,
@@ -28,7 +29,7 @@ from dataset_kit.engine._process.pool import (
     WorkerError,
 )
 from dataset_kit.engine._statemachine import BatchPlan
-from dataset_kit.engine.protocols import BatchLocality, Converter
+from dataset_kit.engine.protocols import BatchLocality, BatchParts, Converter
 
 
 class Executor(Protocol):
@@ -75,6 +76,22 @@ class Resizable(Protocol):
 
     def resize(self, workers: int) -> None:
         """Build the next batches with ``workers`` workers."""
+
+
+@runtime_checkable
+class Hinted(Protocol):
+    """An executor that is told the plans coming after its window (see :class:`BatchParts`).
+
+    The prefetch window plans ``lookahead`` examples past what it submits
+    and passes each such plan to ``hint`` once, in order; 0 asks for none.
+    A hint only prepares (warms a worker); the plan is submitted later as
+    any other, or never, if the window is discarded first.
+    """
+
+    lookahead: int
+
+    def hint(self, plan: BatchPlan, seed: int) -> None:
+        """Prepare for ``plan``, which the window will submit later."""
 
 
 def _build(dataset: Any, plan: BatchPlan, seed: int, converter: Converter | None) -> Any:
@@ -245,6 +262,13 @@ class _Claimed(NamedTuple):
     size: int
 
 
+class _Parts(NamedTuple):
+    """A handle: a batch built in parts by the workers holding its units, joined here."""
+
+    parts: list[_Task]
+    positions: list[Any]
+
+
 class ProcessExecutor(_Closable):
     """Builds whole batches ahead in worker processes, started on the first submit.
 
@@ -282,6 +306,11 @@ class ProcessExecutor(_Closable):
         self._next_task = 0
         # Asked in this process for each batch: what it reads, for the pool's placement.
         self._locality = dataset.batch_locality if isinstance(dataset, BatchLocality) else None
+        # A dataset that builds batches in parts: units are warmed ahead (hint).
+        self._parts = dataset if isinstance(dataset, BatchParts) else None
+        # Units hinted lately (each is warmed once as it comes into view).
+        self._hinted: OrderedDict[Any, None] = OrderedDict()
+        self._unit_examples: int | None = None
         self._finalizer: weakref.finalize | None = None
 
     def _start(self, plan: BatchPlan, seed: int) -> _Task | _Split | _Claimed:
@@ -317,7 +346,7 @@ class ProcessExecutor(_Closable):
             return _Claimed(handles, len(plan.indices))
         return _Split(handles) if len(handles) > 1 else handles[0]
 
-    def submit(self, plan: BatchPlan, seed: int) -> _Task | _Split | _Claimed:
+    def submit(self, plan: BatchPlan, seed: int) -> _Task | _Split | _Claimed | _Parts:
         try:
             if self._pool is None:
                 return self._start(plan, seed)
@@ -326,22 +355,93 @@ class ProcessExecutor(_Closable):
             self._fail(error)
             raise
 
-    def _submit_one(self, pool: ProcessPool, plan: BatchPlan, seed: int) -> _Task:
+    def _submit_one(self, pool: ProcessPool, plan: BatchPlan, seed: int) -> _Task | _Parts:
+        units = self._units(plan)
+        if units is not None and len(units) > 1 and self._parts is not None:
+            held = {pool.placement.where(unit, len(pool.workers)) for unit in units}
+            if len(held) > 1 and None not in held:
+                # Its units were warmed by different workers (a batch that
+                # straddles two): each builds its part, joined in collect().
+                parts = self._parts.batch_parts(plan.indices)
+                if parts is not None and len(parts) > 1:
+                    return _Parts([self._submit_part(pool, plan, seed, unit, where)
+                                   for unit, where in parts], [where for _, where in parts])
         task_id = self._next_task
         self._next_task += 1
-        return _Task(task_id, pool.submit(task_id, plan.indices, plan.epochs, seed,
-                                          self._units(plan)))
+        return _Task(task_id, pool.submit(task_id, plan.indices, plan.epochs, seed, units))
+
+    def _submit_part(self, pool: ProcessPool, plan: BatchPlan, seed: int, unit: Any,
+                     positions: Any) -> _Task:
+        """Send the examples at ``positions`` of ``plan`` (which read ``unit``) as one task."""
+        task_id = self._next_task
+        self._next_task += 1
+        epochs = plan.epochs if isinstance(plan.epochs, int) else plan.epochs[positions]
+        return _Task(task_id, pool.submit(task_id, plan.indices[positions], epochs, seed,
+                                          (unit,), convert=False))
+
+    @property
+    def lookahead(self) -> int:
+        """Examples past the window to warm units for: ``(workers - 1)`` units' worth."""
+        if self._parts is None or self.workers < 2:
+            return 0
+        if self._unit_examples is None:  # asked at every fill: asked of the dataset once
+            self._unit_examples = max(int(self._parts.unit_examples), 0)
+        return (self.workers - 1) * self._unit_examples
+
+    def hint(self, plan: BatchPlan, seed: int) -> None:
+        """Warm the units of ``plan`` not hinted lately: a worker reads them now.
+
+        New units that the plan cleanly follows the known ones into (every
+        position of a new unit after every position of a known one: the
+        order moved on to the next block) go to the next worker in turn;
+        new units mixed with known ones (the same block) go where the known
+        ones are. That worker reads them in the background, so its cache
+        holds them when the plan's batches come to it.
+        """
+        pool = self._pool
+        if pool is None or self.closed or self._parts is None:
+            return
+        parts = self._parts.batch_parts(plan.indices) or ()
+        new = [(unit, where) for unit, where in parts if unit not in self._hinted]
+        if not new:
+            for unit, _ in parts:
+                self._hinted.move_to_end(unit)
+            return
+        known = [(unit, where) for unit, where in parts if unit in self._hinted]
+        for unit, _ in parts:
+            self._hinted[unit] = None
+            self._hinted.move_to_end(unit)
+        # A few units per worker: a unit seen again much later (the next
+        # epoch) is warmed again, where it is placed.
+        while len(self._hinted) > 4 * len(pool.workers):
+            self._hinted.popitem(last=False)
+        mixed = known and min(int(where[0]) for _, where in new) < \
+            max(int(where[-1]) for _, where in known)
+        units = tuple(unit for unit, _ in (known + new if mixed else new))
+        try:
+            pool.warm(units, plan.indices[[int(where[0]) for _, where in new]])
+        except BaseException as error:
+            self._fail(error)
+            raise
 
     def _units(self, plan: BatchPlan) -> Any:
         """What the plan's batch reads (the dataset's ``batch_locality``), or None."""
         return None if self._locality is None else self._locality(plan.indices)
 
-    def collect(self, handle: _Task | _Split | _Claimed) -> Any:
+    def collect(self, handle: _Task | _Split | _Claimed | _Parts) -> Any:
         if isinstance(handle, _Split):
             return _first_batch.join([self._collect_one(part) for part in handle.parts])
         if isinstance(handle, _Claimed):
             return _first_batch.join_claimed((self._collect_one(part) for part in handle.parts),
                                              handle.size)
+        if isinstance(handle, _Parts):
+            assert self._parts is not None, "a batch in parts from a dataset without parts"
+            answer = self._parts.join_parts([self._collect_one(p) for p in handle.parts],
+                                            handle.positions)
+            converter = self._options["converter"]
+            if converter is not None:
+                return converter(answer)
+            return as_batch(answer) if type(answer) is list else answer
         return self._collect_one(handle)
 
     def _collect_one(self, handle: _Task) -> Any:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from dataset_kit.engine._executors import Executor
+from dataset_kit.engine._executors import Executor, Hinted
 from dataset_kit.engine._orders import Orders
 from dataset_kit.engine._spec import BatchSpec
 from dataset_kit.engine._statemachine import BatchPlan, Position
@@ -36,6 +36,12 @@ class PrefetchWindow:
         self._pending: deque[tuple[Position, BatchPlan, Any]] = deque()
         self._planned = Position()
         self._most_in_flight = 0
+        # The scout: plans past the window, told to a Hinted executor once each
+        # (its lookahead, in examples); the sizes of those not yet submitted.
+        self._hinted = executor if isinstance(executor, Hinted) else None
+        self._scouted = Position()
+        self._scout_sizes: deque[int] = deque()
+        self._scout_examples = 0
 
     @property
     def planned(self) -> Position:
@@ -74,6 +80,29 @@ class PrefetchWindow:
             handle = executor.submit(plan, seed) if len(plan.indices) else None
             pending.append((position, plan, handle))
             self._most_in_flight = max(self._most_in_flight, len(pending))
+            if self._scout_sizes:
+                self._scout_examples -= self._scout_sizes.popleft()  # that plan was scouted
+            else:
+                self._scouted = position
+        if self._hinted is not None and orders.recomputable:
+            self._scout(consumed, orders, seed)
+
+    def _scout(self, consumed: Position, orders: Orders, seed: int) -> None:
+        """Plan up to the executor's lookahead past the window; hint each plan once."""
+        executor = self._hinted
+        assert executor is not None  # fill() checked
+        lookahead = executor.lookahead
+        while self._scout_examples < lookahead:
+            if self._hold and self._scouted.epoch > consumed.epoch:
+                return
+            step = self._spec.advance(self._scouted, orders.order_of, orders.stops_of)
+            if step is None:
+                return
+            self._scouted, plan = step
+            self._scout_sizes.append(len(plan.indices))
+            self._scout_examples += len(plan.indices)
+            if len(plan.indices):
+                executor.hint(plan, seed)
 
     def holds_at(self, consumed: Position) -> bool:
         """Whether the window plans nothing now: it holds, and ``consumed`` just ended an epoch."""
@@ -95,7 +124,9 @@ class PrefetchWindow:
         self._pending.clear()
         if handles:
             self._executor.cancel(handles)
-        self._planned = consumed
+        self._planned = self._scouted = consumed
+        self._scout_sizes.clear()
+        self._scout_examples = 0
 
     def statistics(self) -> EngineStatistics:
         """Return what is in flight now, and the most that ever was."""
@@ -104,6 +135,6 @@ class PrefetchWindow:
     def copy_for(self, executor: Executor, consumed: Position) -> PrefetchWindow:
         """Return an empty window over ``executor`` that plans from ``consumed`` (for a copy)."""
         other = PrefetchWindow(executor, self._spec, self._hold)
-        other._planned = consumed
+        other._planned = other._scouted = consumed
         other._most_in_flight = self._most_in_flight
         return other

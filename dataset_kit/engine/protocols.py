@@ -13,7 +13,7 @@ without importing the engine, and are the same objects here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -92,8 +92,43 @@ class BatchLocality(Protocol):
     def batch_locality(self, indices: np.ndarray) -> tuple[Hashable, ...] | None: ...
 
 
-__all__ = ["BatchDataset", "BatchLocality", "BatchStops", "Converter", "MapDataset",
-           "OrderSamplerLike", "RandomAccessOrder", "StatefulSampler"]
+@runtime_checkable
+class BatchParts(BatchLocality, Protocol):
+    """A :class:`BatchLocality` dataset that also builds a batch in parts, one per unit.
+
+    With two or more worker processes the engine then *warms* units ahead:
+    it looks ``(workers - 1) * unit_examples`` examples past the prefetch
+    window, and sends each unit met there for the first time to a worker
+    (the least loaded, usually the one that just finished its last unit),
+    which reads it on a thread of its own (``prepare``) while it and the
+    others serve the units before. So the workers read consecutive units at the same time instead
+    of one after another. A batch whose units were warmed by different
+    workers (it straddles two units) is built in parts, each by the worker
+    holding its unit, and joined in the main process by :meth:`join_parts`,
+    where the converter is then applied. Neither changes a batch.
+
+    ``unit_examples``: the examples in a typical unit (0: warm nothing).
+    ``batch_parts(indices)``: ``[(unit, positions)]``, the batch's positions
+    cut by unit, or None when it should not be cut.
+    ``join_parts(answers, positions)``: what the dataset answers for the
+    whole index array, from its answers for the parts.
+    ``prepare(indices)``: read what a batch of ``indices`` reads into this
+    process's cache; a worker calls it on a thread of its own, so it must be
+    thread-safe with the batches built meanwhile.
+    """
+
+    @property
+    def unit_examples(self) -> int: ...
+
+    def batch_parts(self, indices: np.ndarray) -> list[tuple[Hashable, np.ndarray]] | None: ...
+
+    def join_parts(self, answers: Sequence[Any], positions: Sequence[np.ndarray]) -> Any: ...
+
+    def prepare(self, indices: np.ndarray) -> None: ...
+
+
+__all__ = ["BatchDataset", "BatchLocality", "BatchParts", "BatchStops", "Converter",
+           "MapDataset", "OrderSamplerLike", "RandomAccessOrder", "StatefulSampler"]
 
 
 #: The converter hook: ``ExecutorSpec(converter=fn)`` applies ``fn`` to each

@@ -100,3 +100,89 @@ def test_a_copy_for_another_executor_is_empty_and_plans_from_the_consumed_positi
     other.fill(consumed, Orders(None, 6), seed=0)
     assert [plan.indices.tolist() for plan in other_executor.submitted] == [[2, 3], [4, 5]]
     assert np.array_equal(window.pop()[1].indices, [2, 3])  # the original keeps its own
+
+
+class HintedExecutor(RecordingExecutor):
+    """A RecordingExecutor that is also told the plans past its window (``Hinted``)."""
+
+    def __init__(self, depth: int, lookahead: int) -> None:
+        super().__init__(depth)
+        self.lookahead = lookahead
+        self.hinted: list[BatchPlan] = []
+        self.events: list[tuple[str, list[int]]] = []
+
+    def submit(self, plan: BatchPlan, seed: int) -> int:
+        self.events.append(("submit", plan.indices.tolist()))
+        return super().submit(plan, seed)
+
+    def hint(self, plan: BatchPlan, seed: int) -> None:
+        self.hinted.append(plan)
+        self.events.append(("hint", plan.indices.tolist()))
+
+
+def _consume_all(window: PrefetchWindow, orders: Orders, limit: int = 200) -> None:
+    """Take every step the window plans, filling it again after each (as the engine does)."""
+    while len(window) and limit:
+        consumed, limit = window.pop()[0], limit - 1
+        window.fill(consumed, orders, seed=0)
+
+
+@given(size=st.integers(1, 30), batch=st.integers(1, 8), depth=st.integers(1, 4),
+       lookahead=st.integers(0, 40), policy=st.sampled_from([None, "discard", "pad"]))
+def test_each_plan_after_the_first_window_is_hinted_once_before_it_is_submitted(
+        size, batch, depth, lookahead, policy):
+    spec = BatchSpec(batch, size, False, policy)
+    orders = Orders(ShuffleOrderSampler(3), size)
+    executor = HintedExecutor(depth, lookahead)
+    window = PrefetchWindow(executor, spec, hold=False)
+    window.fill(Position(), orders, seed=0)
+    first = len(executor.submitted)
+    hinted_at_first = [plan.indices.tolist() for plan in executor.hinted]
+    _consume_all(window, orders)
+    submitted = [plan.indices.tolist() for plan in executor.submitted]
+    hinted = [plan.indices.tolist() for plan in executor.hinted]
+    if lookahead == 0:
+        assert hinted == []
+        return
+    assert hinted == submitted[first:]  # each once, in order
+    events = executor.events
+    for plan in hinted:
+        assert events.index(("hint", plan)) < events.index(("submit", plan))
+    # The first fill already looked lookahead examples past the window (or to the end).
+    assert sum(map(len, hinted_at_first)) >= min(lookahead, sum(map(len, hinted)))
+
+
+def test_the_scout_stops_at_the_lookahead_and_restarts_from_the_consumed_position():
+    spec = BatchSpec(2, 20)
+    orders = Orders(None, 20)
+    executor = HintedExecutor(2, lookahead=5)
+    window = PrefetchWindow(executor, spec, hold=False)
+    window.fill(Position(), orders, seed=0)
+    # The window holds [0, 1], [2, 3]; the scout three plans past it (6 >= 5 examples).
+    assert [p.indices.tolist() for p in executor.hinted] == [[4, 5], [6, 7], [8, 9]]
+    consumed = window.pop()[0]
+    window.fill(consumed, orders, seed=0)  # submits [4, 5]; the scout adds [10, 11]
+    assert [p.indices.tolist() for p in executor.hinted][3:] == [[10, 11]]
+    window.discard(consumed)
+    window.fill(consumed, orders, seed=0)  # plans [2, 3], [4, 5] again; hints anew
+    assert [p.indices.tolist() for p in executor.hinted][4:] == [[6, 7], [8, 9], [10, 11]]
+
+
+def test_a_holding_window_hints_no_plan_of_an_epoch_the_caller_has_not_started():
+    executor = HintedExecutor(1, lookahead=100)
+    window = PrefetchWindow(executor, BatchSpec(2, 4), hold=True)
+    window.fill(Position(), Orders(None, 4), seed=0)
+    assert [p.indices.tolist() for p in executor.hinted] == [[2, 3]]
+
+
+def test_an_order_that_cannot_be_asked_again_is_not_scouted():
+    def stateful(order, current_position):  # a Chainer-style order sampler: not recomputable
+        return np.arange(len(order))[::-1]
+
+    orders = Orders(stateful, 8)
+    assert not orders.recomputable
+    executor = HintedExecutor(1, lookahead=100)
+    window = PrefetchWindow(executor, BatchSpec(2, 8, False), hold=False)
+    window.fill(Position(), orders, seed=0)
+    _consume_all(window, orders)
+    assert len(executor.submitted) == 4 and executor.hinted == []

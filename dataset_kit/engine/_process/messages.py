@@ -4,7 +4,7 @@ Every message is a small named tuple (cheap to pickle, read by field name),
 and :class:`WorkerConfig` is everything a worker is started with. Extending
 the protocol means adding a field or a type here, nowhere else.
 
-Main process → worker: :class:`Task`, :class:`Forget`, :class:`Retire` (and a
+Main process → worker: :class:`Task`, :class:`Warm`, :class:`Forget`, :class:`Retire` (and a
 stop through the lifeline, :mod:`._lifeline`, which no batch being built delays).
 Worker → main process: :class:`Done`, :class:`Failed`, :class:`Retire`.
 """
@@ -25,6 +25,19 @@ class Task(NamedTuple):
     epochs: int | np.ndarray
     seed: int
     lent: tuple[str, int] | None  # (name, size) of a free block to fill, if any
+    # False: send the dataset's own answer, unconverted and unstacked (a part
+    # of a batch, joined and converted in the main process; or a warm-up).
+    convert: bool = True
+
+
+class Warm(NamedTuple):
+    """Read what a batch of ``indices`` reads, in the background; answer nothing.
+
+    The worker calls the dataset's ``prepare(indices)`` on a thread of its
+    own (see ``BatchParts``), so the batches it builds meanwhile do not wait.
+    """
+
+    indices: np.ndarray
 
 
 class Forget(NamedTuple):

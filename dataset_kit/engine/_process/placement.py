@@ -9,14 +9,18 @@ a batch placed so are remembered at that worker too. Which worker builds a
 batch never changes the batch (batches are a pure function of the plan and
 the seed), only what it costs.
 
-A batch of new units goes to the least loaded worker (fewest tasks sent and
-not yet collected), the earliest in turn on a tie: a new unit means a read,
-and the worker with the shortest queue starts it soonest, while a worker still
-serving the last unit's batches keeps them. A batch without units (None: the
-dataset has no preference, e.g. a fully random shuffle) keeps plain round
-robin by task id.
+A batch of new units goes to the next worker in turn (new units only move
+the turn): consecutive units of a block shuffle then go to consecutive
+workers, which is what the engine's warming ahead counts on (see
+``BatchParts``: with ``n`` workers it warms ``n - 1`` units ahead, so the
+next in turn is the worker that just finished its last unit). The least
+loaded worker was the choice before warming: with a unit warmed ahead, the
+worker still serving the current unit has the most tasks in flight, and
+the two units after it both went to the other. A batch without units
+(None: the dataset has no preference, e.g. a fully random shuffle) keeps
+plain round robin by task id.
 
-The worker count is read from the loads at each call, so a pool whose
+The worker count is given at each call, so a pool whose
 workers are added or removed in place needs nothing more: a unit remembered
 at a worker that is gone counts as new.
 """
@@ -45,32 +49,40 @@ class Placement:
         self._where: OrderedDict[Hashable, int] = OrderedDict()
         self._turn = 0
 
-    def choose(self, task_id: int, units: Sequence[Hashable] | None,
-               loads: Sequence[int]) -> int:
-        """Return the worker (an index into ``loads``) for task ``task_id``.
+    def choose(self, task_id: int, units: Sequence[Hashable] | None, workers: int) -> int:
+        """Return the worker (``0 <= worker < workers``) for task ``task_id``.
 
         Args:
             task_id: the task's number (round robin for a batch without units).
             units: what the batch reads, or None for no preference.
-            loads: each worker's tasks in flight; its length is the worker count.
+            workers: the workers there are now.
+
+        Raises:
+            ValueError: if ``workers`` is less than 1.
         """
-        workers = len(loads)
-        if workers < 1:
-            raise ValueError(f"loads must name at least one worker, got {list(loads)!r}")
+        if not isinstance(workers, int) or workers < 1:
+            raise ValueError(f"workers must be at least 1, got {workers!r}")
         if units is None:
             return task_id % workers
         worker = next((self._where[unit] for unit in units
                        if self._where.get(unit, workers) < workers), None)
         if worker is None:
-            # Least loaded, the first in turn from self._turn on a tie.
-            worker = min(range(workers),
-                         key=lambda w: (loads[w], (w - self._turn) % workers))
-            self._turn = (worker + 1) % workers
+            worker = self._turn % workers
         self.settle(units, worker)
         return worker
 
+    def where(self, unit: Hashable, workers: int) -> int | None:
+        """The worker ``unit`` was placed at, or None (never, forgotten, or a worker gone)."""
+        worker = self._where.get(unit)
+        return worker if worker is not None and worker < workers else None
+
     def settle(self, units: Sequence[Hashable] | None, worker: int) -> None:
-        """Remember that ``worker`` reads ``units`` (for a task placed elsewhere: a first batch)."""
+        """Remember that ``worker`` reads ``units`` (for a task placed elsewhere: a first batch).
+
+        A new unit moves the turn past ``worker``, as if it had been chosen.
+        """
+        if any(unit not in self._where for unit in units or ()):
+            self._turn = worker + 1
         for unit in units or ():
             self._where[unit] = worker
             self._where.move_to_end(unit)

@@ -37,6 +37,7 @@ from dataset_kit.engine._process.messages import (
     Forget,
     Retire,
     Task,
+    Warm,
     WorkerConfig,
 )
 from dataset_kit.engine._process.placement import Placement
@@ -236,17 +237,17 @@ class ProcessPool:
     # -- tasks ----------------------------------------------------------------
 
     def submit(self, task_id: int, indices: Any, epochs: Any, seed: int,
-               units: Sequence[Any] | None = None) -> _Worker:
+               units: Sequence[Any] | None = None, convert: bool = True) -> _Worker:
         """Queue a task for its worker; return that worker.
 
         The worker is the one that recently built a task reading any of
         ``units`` (what the batch reads, see :mod:`.placement`), else the
         least loaded; without units, round robin by id. Never blocks: the
-        transport's sender thread delivers the task.
+        transport's sender thread delivers the task. ``convert=False`` asks
+        for the dataset's own answer (a part of a batch, or a warm-up).
         """
         self._reap_retired()
-        worker = self.workers[self.placement.choose(
-            task_id, units, [len(w.pending) for w in self.workers])]
+        worker = self.workers[self.placement.choose(task_id, units, len(self.workers))]
         if worker.channel.send_failed or (worker.channel.ended and not worker.channel.inbox):
             self._raise_dead(worker)
         if self.max_tasks is not None and worker.sent >= self.max_tasks:
@@ -256,10 +257,23 @@ class ProcessPool:
             worker = self.workers[worker.index] = self._start(worker.index)
         block = self.blocks.take() if self.use_shm else None
         lent = None if block is None else (block.name, block.size)
-        self._transport.send(worker.channel, Task(task_id, indices, epochs, seed, lent))
+        self._transport.send(worker.channel, Task(task_id, indices, epochs, seed, lent, convert))
         worker.pending.append((task_id, block))
         worker.sent += 1
         return worker
+
+    def warm(self, units: Sequence[Any], indices: Any) -> None:
+        """Have the worker that will build the batches reading ``units`` read ``indices`` now.
+
+        The worker is placement's choice for a batch of ``units`` (where one
+        is remembered, else the next in turn); it reads in the background
+        and answers nothing (:class:`Warm`).
+        """
+        self._reap_retired()
+        worker = self.workers[self.placement.choose(-1, units, len(self.workers))]
+        if worker.channel.send_failed or (worker.channel.ended and not worker.channel.inbox):
+            self._raise_dead(worker)
+        self._transport.send(worker.channel, Warm(indices))
 
     def receive(self, worker: _Worker, task_id: int) -> Any:
         """Wait for the answer to ``task_id`` from ``worker``; return the batch.

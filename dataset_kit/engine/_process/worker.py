@@ -35,6 +35,7 @@ from dataset_kit.engine._process.messages import (
     Forget,
     Retire,
     Task,
+    Warm,
     WorkerConfig,
 )
 from dataset_kit.engine._statemachine import BatchPlan
@@ -110,6 +111,9 @@ def worker_main(config: WorkerConfig, conn: Any, lifeline: Any) -> None:
             except OSError:
                 _orphaned(config.prefix)
             return
+        if isinstance(message, Warm):
+            _warm(dataset, message.indices)
+            continue
         if isinstance(message, Forget):
             for name in message.names:
                 block = blocks.pop(name, None)
@@ -129,20 +133,23 @@ def worker_main(config: WorkerConfig, conn: Any, lifeline: Any) -> None:
             # What a batch is (see _fetch): with shared memory, _pack stacks
             # uniform examples straight into the block instead.
             batch: Any
+            # A part (convert=False) is the dataset's answer as it is: the main
+            # process joins the parts, then converts or stacks the whole.
+            stack = converter is None and task.convert
             if claims is not None:
                 batch = _first_batch.build_claimed(
                     dataset, BatchPlan(task.indices, task.epochs), task.seed, *claims)
             else:
                 batch = fetch_batch(dataset, BatchPlan(task.indices, task.epochs), task.seed,
-                                    stack=converter is None and not config.use_shm)
+                                    stack=stack and not config.use_shm)
             fetched = clock()
             marks = _phases.collected()  # the fetch's only: the converter is a phase itself
-            if converter is not None:
+            if converter is not None and task.convert:
                 batch = converter(batch)
             converted = clock()
             if config.use_shm:
                 reply, created = _pack(task, batch, blocks, config, created, arena,
-                                       stack=converter is None)
+                                       stack=stack)
             else:
                 reply = Done(task.task_id, batch, None, 0, 0)
             # Clock readings, not durations: perf_counter is system-wide, so
@@ -239,6 +246,25 @@ def _say_stopped(conn: Any) -> None:
     with contextlib.suppress(OSError, ValueError):  # not a socket, or already gone
         with socket.socket(fileno=os.dup(conn.fileno())) as end:
             end.shutdown(socket.SHUT_WR)
+
+
+def _warm(dataset: Any, indices: Any) -> None:
+    """Start the dataset's ``prepare(indices)`` on a daemon thread (see :class:`Warm`).
+
+    A failure is dropped: it is only a read ahead, and the batch that needs
+    the data reads it again and reports the failure then.
+    """
+    prepare = getattr(dataset, "prepare", None)
+    if prepare is None:
+        return
+
+    def run() -> None:
+        try:
+            prepare(indices)
+        except Exception:  # noqa: BLE001, S110 - reported by the batch that needs it
+            pass
+
+    threading.Thread(target=run, name="dataset_kit-warm", daemon=True).start()
 
 
 def _arena_for(task: Task, blocks: dict) -> _gather.Arena | None:
