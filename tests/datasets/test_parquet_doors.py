@@ -125,7 +125,10 @@ def test_ragged_rows_cross_the_process_pool_as_two_arrays(tmp_path):
             # The batch arrives as columns, its token lists one RaggedColumn
             # (values + offsets), never a list of per-row objects.
             assert isinstance(got.columns["tokens"], RaggedColumn)
-            assert not got.columns["tokens"].values.flags.owndata  # a view of shared memory
+            if len({i // 16 for i in _ids(got)}) == 1:
+                # A view of shared memory; a batch that straddles two row
+                # groups is joined from its two parts in this process.
+                assert not got.columns["tokens"].values.flags.owndata
             assert got.columns["tokens"] == expected.columns["tokens"]
             assert _ids(got) == _ids(expected)
             np.testing.assert_array_equal(concat_examples(got, padding=-1)["tokens"],

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dataset_kit.datasets import ParquetDataset, RowGroupOrderSampler
-from dataset_kit.engine import BatchLocality
+from dataset_kit.engine import BatchLocality, BatchParts
 from dataset_kit.iterators import MultiprocessIterator, MultithreadIterator, SerialIterator
 from tests.datasets.parquet_files import write
 
@@ -47,6 +47,14 @@ def _ids(batch) -> list[int]:
     return [int(row["id"]) for row in batch]
 
 
+def _epoch_ids(it) -> list[int]:
+    """The sorted ids of an epoch of ``it``, which is finalized after."""
+    try:
+        return sorted(i for b in it for i in _ids(b))
+    finally:
+        it.finalize()
+
+
 @pytest.mark.parametrize(("groups", "batch", "block"), [
     ([8] * 6, 4, 1),            # batches never straddle row groups
     ([7, 0, 9, 5, 8, 6], 4, 1),  # they do: a straddling batch keeps its row groups together
@@ -56,12 +64,8 @@ def test_each_row_group_is_decoded_by_one_worker_over_an_epoch(tmp_path, groups,
     write(tmp_path / "a.parquet", groups)
     log = str(tmp_path / "decodes.log")
     ds = LoggedDecodes(log, tmp_path / "a.parquet", ["id", "tokens"])
-    it = MultiprocessIterator(ds, batch, repeat=False, n_processes=2,
-                              order_sampler=RowGroupOrderSampler(ds, block, seed=5))
-    try:
-        seen = sorted(i for b in it for i in _ids(b))
-    finally:
-        it.finalize()
+    seen = _epoch_ids(MultiprocessIterator(ds, batch, repeat=False, n_processes=2,
+                                            order_sampler=RowGroupOrderSampler(ds, block, seed=5)))
     assert seen == list(range(sum(groups)))
     decodes = _decodes(log)
     assert os.getpid() not in {pid for pid, _ in decodes}  # built in the workers only
@@ -70,11 +74,116 @@ def test_each_row_group_is_decoded_by_one_worker_over_an_epoch(tmp_path, groups,
     assert len({pid for pid, _ in decodes}) == 2  # and both workers decoded some
 
 
-def test_placement_by_row_group_is_off_unless_asked(tmp_path):
+def _pad_ids(batch) -> dict:
+    """A converter: the batch's ids, and its token lists padded (run where the batch is built)."""
+    from dataset_kit import concat_examples
+    return concat_examples(batch, padding=-1)
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_straddling_batches_are_built_in_parts_then_converted_as_a_whole(tmp_path, workers):
+    # Row groups of 7, 9, 5, ... rows and batches of 4: most batches straddle
+    # two row groups, which the engine warmed in two different workers.
+    write(tmp_path / "a.parquet", [7, 0, 9, 5, 8, 6, 11])
+    log = str(tmp_path / "decodes.log")
+    ds = LoggedDecodes(log, tmp_path / "a.parquet", ["id", "tokens"])
+    plain = ParquetDataset(tmp_path / "a.parquet", ["id", "tokens"])
+    expected = [_pad_ids(b) for b in SerialIterator(
+        plain, 4, repeat=False, order_sampler=RowGroupOrderSampler(plain, 1, seed=3))]
+    it = MultiprocessIterator(ds, 4, repeat=False, n_processes=workers, converter=_pad_ids,
+                              order_sampler=RowGroupOrderSampler(ds, 1, seed=3))
+    try:
+        got = list(it)
+    finally:
+        it.finalize()
+    assert len(got) == len(expected)
+    for mine, theirs in zip(got, expected):
+        assert set(mine) == set(theirs)
+        for key in theirs:
+            np.testing.assert_array_equal(mine[key], theirs[key])
+    assert sorted(g for _, g in _decodes(log)) == [0, 2, 3, 4, 5, 6]  # each once
+
+
+class TimedDecodes(ParquetDataset):
+    """Decodes take 0.3 s; appends ``pid group start end`` to a file for each."""
+
+    def __init__(self, log: str, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.log = log
+
+    def read_group(self, group: int):
+        start = time.time()
+        time.sleep(0.3)
+        table = super().read_group(group)
+        with open(self.log, "a") as out:
+            out.write(f"{os.getpid()} {group} {start} {time.time()}\n")
+        return table
+
+
+def test_the_next_row_group_is_decoded_by_the_other_worker_while_one_is_served(tmp_path):
+    # Row groups of 64 rows are 16 batches of 4: more than the prefetch
+    # window, so only warming makes two decodes run at once.
+    write(tmp_path / "a.parquet", [64] * 4)
+    log = str(tmp_path / "decodes.log")
+    ds = TimedDecodes(log, tmp_path / "a.parquet", ["id"])
+    seen = _epoch_ids(MultiprocessIterator(ds, 4, repeat=False, n_processes=2,
+                                            order_sampler=RowGroupOrderSampler(ds, 1, seed=1)))
+    assert seen == list(range(256))
+    with open(log) as lines:
+        decodes = sorted((float(a), float(b), int(pid), int(g))
+                         for pid, g, a, b in (line.split() for line in lines))
+    assert sorted(g for *_, g in decodes) == [0, 1, 2, 3]
+    order = RowGroupOrderSampler(ds, 1, seed=1).epoch_order(0, len(ds))
+    groups_in_order = list(dict.fromkeys((order // 64).tolist()))
+    pid_of = {g: pid for _, _, pid, g in decodes}
+    # Consecutive row groups of the order went to the two workers in turn ...
+    assert [pid_of[g] for g in groups_in_order[:2]] == [pid_of[g] for g in groups_in_order[2:]]
+    assert pid_of[groups_in_order[0]] != pid_of[groups_in_order[1]]
+    # ... and the second was decoded while the first was (not after it).
+    first, second = (next(d for d in decodes if d[3] == g) for g in groups_in_order[:2])
+    assert second[0] < first[1]
+
+
+def test_placement_by_row_group_is_on_by_default_and_zero_turns_it_off(tmp_path):
     write(tmp_path / "a.parquet", [4, 4])
     ds = ParquetDataset(tmp_path / "a.parquet", ["id"])
-    assert ds.locality_groups == 0
+    assert isinstance(ds, BatchParts)
+    assert ds.locality_groups == 8
+    assert ds.batch_locality(np.array([0, 5])) == (0, 1)
+    ds.locality_groups = 0
     assert ds.batch_locality(np.array([0, 1])) is None
+    assert ds.batch_parts(np.array([0, 1])) is None
+
+
+def test_a_batch_is_cut_by_row_group(tmp_path):
+    write(tmp_path / "a.parquet", [4, 0, 4, 4])
+    ds = ParquetDataset(tmp_path / "a.parquet", ["id", "tokens"])
+    parts = ds.batch_parts(np.array([9, 0, 3, 8, 1]))
+    assert [(g, where.tolist()) for g, where in parts] == [(0, [1, 2, 4]), (3, [0, 3])]
+    assert [(g, w.tolist()) for g, w in ds.batch_parts(np.array([5, 4]))] == [(2, [0, 1])]
+    assert ds.batch_parts(np.array([], dtype=np.int64)) is None
+    assert ds.unit_examples == 4  # the median of the non-empty row groups
+
+
+@pytest.mark.parametrize("columns", [["id", "tokens", "x"], ["id", "name", "meta"]])
+@settings(max_examples=25, deadline=None)
+@given(picks=st.lists(st.integers(0, 28), min_size=1, max_size=20))
+def test_joined_parts_are_the_batch_of_the_whole_index_array(files, columns, picks):
+    ds = ParquetDataset(files, columns)
+    indices = np.array(picks)
+    parts = ds.batch_parts(indices)
+    if parts is None:  # more than locality_groups row groups
+        assert len(np.unique(np.searchsorted(ds.row_group_starts, indices, "right"))) > 8
+        return
+    answers = [ds.get_batch(indices[where]) for _, where in parts]
+    joined = ds.join_parts(answers, [where for _, where in parts])
+    whole = ds.get_batch(indices)
+    assert type(joined) is type(whole)
+    assert [_row(r) for r in joined] == [_row(r) for r in whole]
+
+
+def _row(row) -> dict:
+    return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in row.items()}
 
 
 def test_a_parquet_dataset_names_the_row_groups_of_a_batch(tmp_path):
@@ -136,12 +245,8 @@ def test_threads_sharing_the_cache_decode_each_row_group_once(tmp_path):
     write(tmp_path / "a.parquet", [8] * 4)
     log = str(tmp_path / "decodes.log")
     ds = SlowDecodes(log, tmp_path / "a.parquet", ["id", "tokens"])
-    it = MultithreadIterator(ds, 2, repeat=False, n_threads=3,
-                             order_sampler=RowGroupOrderSampler(ds, 1, seed=2))
-    try:
-        seen = sorted(i for b in it for i in _ids(b))
-    finally:
-        it.finalize()
+    seen = _epoch_ids(MultithreadIterator(ds, 2, repeat=False, n_threads=3,
+                                           order_sampler=RowGroupOrderSampler(ds, 1, seed=2)))
     assert seen == list(range(32))
     assert sorted(g for _, g in _decodes(log)) == [0, 1, 2, 3]
 
