@@ -341,7 +341,11 @@ class ProcessExecutor(_Closable):
         self._next_task += len(parts)
         handles = [_Task(task_id, self._pool.workers[k]) for k, (task_id, *_) in enumerate(first)]
         if len(first) == 1:
-            self._pool.placement.settle(self._units(plan), 0)
+            units = self._units(plan)
+            self._pool.placement.settle(units, 0)
+            if self._parts is not None:
+                for unit in units or ():
+                    self._hinted[unit] = None  # worker 0 reads it now
         if claims:
             return _Claimed(handles, len(plan.indices))
         return _Split(handles) if len(handles) > 1 else handles[0]
@@ -356,14 +360,20 @@ class ProcessExecutor(_Closable):
             raise
 
     def _submit_one(self, pool: ProcessPool, plan: BatchPlan, seed: int) -> _Task | _Parts:
-        units = self._units(plan)
-        if units is not None and len(units) > 1 and self._parts is not None:
-            held = {pool.placement.where(unit, len(pool.workers)) for unit in units}
-            if len(held) > 1 and None not in held:
-                # Its units were warmed by different workers (a batch that
-                # straddles two): each builds its part, joined in collect().
-                parts = self._parts.batch_parts(plan.indices)
-                if parts is not None and len(parts) > 1:
+        if self._parts is None:
+            units = self._units(plan)
+        else:
+            parts = self._parts.batch_parts(plan.indices)
+            units = None if parts is None else tuple(unit for unit, _ in parts)
+            if parts:
+                # Units the scout did not reach (the first window) are placed
+                # as it would have placed them, and warmed.
+                self._warm_new_units(pool, plan, parts)
+            if parts is not None and len(parts) > 1:
+                held = {pool.placement.where(unit, len(pool.workers)) for unit in units or ()}
+                if len(held) > 1 and None not in held:
+                    # Its units are held by different workers (a batch that
+                    # straddles two): each builds its part, joined in collect().
                     return _Parts([self._submit_part(pool, plan, seed, unit, where)
                                    for unit, where in parts], [where for _, where in parts])
         task_id = self._next_task
@@ -391,17 +401,25 @@ class ProcessExecutor(_Closable):
     def hint(self, plan: BatchPlan, seed: int) -> None:
         """Warm the units of ``plan`` not hinted lately: a worker reads them now.
 
-        New units that the plan cleanly follows the known ones into (every
-        position of a new unit after every position of a known one: the
-        order moved on to the next block) go to the next worker in turn;
-        new units mixed with known ones (the same block) go where the known
-        ones are. That worker reads them in the background, so its cache
-        holds them when the plan's batches come to it.
+        That worker reads them in the background, so its cache holds them
+        when the plan's batches come to it (see :meth:`_warm_new_units`).
         """
         pool = self._pool
         if pool is None or self.closed or self._parts is None:
             return
-        parts = self._parts.batch_parts(plan.indices) or ()
+        parts = self._parts.batch_parts(plan.indices)
+        if parts:
+            self._warm_new_units(pool, plan, parts)
+
+    def _warm_new_units(self, pool: ProcessPool, plan: BatchPlan, parts: list) -> None:
+        """Place the units of ``parts`` not seen lately, and have their worker read them.
+
+        New units that the plan cleanly follows the known ones into (every
+        position of a new unit after every position of a known one: the
+        order moved on to the next block) go to the next worker in turn;
+        new units mixed with known ones (the same block) go where the known
+        ones are.
+        """
         new = [(unit, where) for unit, where in parts if unit not in self._hinted]
         if not new:
             for unit, _ in parts:
