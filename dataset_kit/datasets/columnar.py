@@ -68,6 +68,7 @@ class ColumnarDataset(DatasetMixin):
         self.cache_bytes = cache_bytes
         self._cache: OrderedDict[int, tuple[dict[str, Any], int]] = OrderedDict()
         self._held = 0
+        self._largest = 0  # bytes of the largest row group decoded (see prepare)
         self._lock = threading.Lock()
         # Row groups being decoded now, by one thread each (see group()).
         self._reading: dict[int, threading.Event] = {}
@@ -141,6 +142,7 @@ class ColumnarDataset(DatasetMixin):
             with self._lock:
                 self._cache[group] = (columns, size)
                 self._held += size
+                self._largest = max(self._largest, size)
                 while self._held > self.cache_bytes and len(self._cache) > 1:
                     _, (_, freed) = self._cache.popitem(last=False)
                     self._held -= freed
@@ -256,8 +258,13 @@ class ColumnarDataset(DatasetMixin):
 
         Called by a worker on a thread of its own, ahead of the batches that
         read them; a batch meanwhile waits for a row group being read rather
-        than read it twice.
+        than read it twice. Nothing is read while ``cache_bytes`` cannot hold
+        two of the largest row groups decoded so far.
         """
+        if 2 * self._largest > self.cache_bytes:
+            # The cache cannot hold the row group in use and another: reading
+            # ahead would evict the one whose batches are still being built.
+            return
         indices = np.asarray(indices)
         for group in np.unique(np.searchsorted(self.row_group_starts, indices,
                                                side="right") - 1).tolist():
@@ -286,7 +293,8 @@ class ColumnarDataset(DatasetMixin):
 
     def __getstate__(self) -> dict:
         # Workers start with an empty cache (and a lock of their own).
-        return dict(self.__dict__, _cache=OrderedDict(), _held=0, _lock=None, _reading={})
+        return dict(self.__dict__, _cache=OrderedDict(), _held=0, _largest=0, _lock=None,
+                    _reading={})
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
