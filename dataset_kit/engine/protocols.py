@@ -97,12 +97,11 @@ class BatchParts(BatchLocality, Protocol):
     """A :class:`BatchLocality` dataset that also builds a batch in parts, one per unit.
 
     With two or more worker processes the engine then *warms* units ahead:
-    it looks ``(workers - 1) * unit_examples`` examples past the prefetch
-    window, and sends each unit met there for the first time to a worker
-    (the least loaded, usually the one that just finished its last unit),
-    which reads it on a thread of its own (``prepare``) while it and the
-    others serve the units before. So the workers read consecutive units at the same time instead
-    of one after another. A batch whose units were warmed by different
+    it looks ``workers * unit_examples`` examples past the prefetch window,
+    and sends each unit met there for the first time to the next worker in
+    turn, which reads it on a thread of its own (``prepare``) while it and
+    the others serve the units before. So the workers read consecutive
+    units at the same time instead of one after another. A batch whose units were warmed by different
     workers (it straddles two units) is built in parts, each by the worker
     holding its unit, and joined in the main process by :meth:`join_parts`,
     where the converter is then applied. Neither changes a batch.

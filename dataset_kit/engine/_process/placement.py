@@ -12,8 +12,8 @@ the seed), only what it costs.
 A batch of new units goes to the next worker in turn (new units only move
 the turn): consecutive units of a block shuffle then go to consecutive
 workers, which is what the engine's warming ahead counts on (see
-``BatchParts``: with ``n`` workers it warms ``n - 1`` units ahead, so the
-next in turn is the worker that just finished its last unit). The least
+``BatchParts``: with ``n`` workers it warms ``n`` units ahead, so each
+worker reads its next unit while it serves its current one). The least
 loaded worker was the choice before warming: with a unit warmed ahead, the
 worker still serving the current unit has the most tasks in flight, and
 the two units after it both went to the other. A batch without units
