@@ -101,10 +101,11 @@ class BatchParts(BatchLocality, Protocol):
     and sends each unit met there for the first time to the next worker in
     turn, which reads it on a thread of its own (``prepare``) while it and
     the others serve the units before. So the workers read consecutive
-    units at the same time instead of one after another. A batch whose units were warmed by different
-    workers (it straddles two units) is built in parts, each by the worker
-    holding its unit, and joined in the main process by :meth:`join_parts`,
-    where the converter is then applied. Neither changes a batch.
+    units at the same time instead of one after another. A batch whose
+    units were warmed by different workers (it straddles two units) is
+    built in parts, each by the worker holding its unit, and joined in the
+    main process by :meth:`join_parts`, where the converter is then
+    applied. Neither changes a batch.
 
     ``unit_examples``: the examples in a typical unit (0: warm nothing).
     ``batch_parts(indices)``: ``[(unit, positions)]``, the batch's positions
