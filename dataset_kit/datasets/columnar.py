@@ -101,6 +101,10 @@ class ColumnarDataset(DatasetMixin):
         """The number of row groups (empty ones included)."""
         return len(self.row_group_starts) - 1
 
+    def _groups_of(self, indices: np.ndarray) -> np.ndarray:
+        """The global row group of each of ``indices`` (a binary search each)."""
+        return np.searchsorted(self.row_group_starts, indices, side="right") - 1
+
     def locate(self, index: int) -> tuple[int, int]:
         """Return ``(global row group, row within it)`` of row ``index`` (0 <= index < len)."""
         group = int(np.searchsorted(self.row_group_starts, index, side="right")) - 1
@@ -165,7 +169,7 @@ class ColumnarDataset(DatasetMixin):
         """Return the rows at ``indices``, reading each row group they touch once."""
         if not len(indices):
             return []
-        groups = np.searchsorted(self.row_group_starts, indices, side="right") - 1
+        groups = self._groups_of(indices)
         offsets = indices - self.row_group_starts[groups]
         unique = np.unique(groups)
         out: dict[str, Any] = {}
@@ -221,7 +225,7 @@ class ColumnarDataset(DatasetMixin):
         indices = np.asarray(indices)
         if not len(indices):
             return None
-        groups = np.unique(np.searchsorted(self.row_group_starts, indices, side="right") - 1)
+        groups = np.unique(self._groups_of(indices))
         if len(groups) > self.locality_groups:
             return None
         return tuple(groups.tolist())
@@ -245,7 +249,7 @@ class ColumnarDataset(DatasetMixin):
         indices = np.asarray(indices)
         if not len(indices):
             return None
-        groups = np.searchsorted(self.row_group_starts, indices, side="right") - 1
+        groups = self._groups_of(indices)
         unique = np.unique(groups)
         if len(unique) > self.locality_groups:
             return None
@@ -265,9 +269,7 @@ class ColumnarDataset(DatasetMixin):
             # The cache cannot hold the row group in use and another: reading
             # ahead would evict the one whose batches are still being built.
             return
-        indices = np.asarray(indices)
-        for group in np.unique(np.searchsorted(self.row_group_starts, indices,
-                                               side="right") - 1).tolist():
+        for group in np.unique(self._groups_of(np.asarray(indices))).tolist():
             self.group(group)
 
     def join_parts(self, answers: Sequence[Any], positions: Sequence[np.ndarray]) -> Any:

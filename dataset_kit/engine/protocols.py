@@ -83,7 +83,7 @@ class BatchLocality(Protocol):
     tuple of hashable values, or None for no preference. With worker
     processes, a batch that shares a unit with a recent batch goes to the
     worker that built that one (and its other units are remembered there);
-    a batch of new units goes to the least loaded worker; a batch without
+    a batch of new units goes to the next worker in turn; a batch without
     units goes round robin. It is asked in the main process for every
     batch, so it must be cheap (a binary search, not a read). Placement never
     changes a batch, only which worker builds it.

@@ -242,14 +242,11 @@ class ProcessPool:
 
         The worker is the one that recently built a task reading any of
         ``units`` (what the batch reads, see :mod:`.placement`), else the
-        least loaded; without units, round robin by id. Never blocks: the
+        next in turn; without units, round robin by id. Never blocks: the
         transport's sender thread delivers the task. ``convert=False`` asks
         for the dataset's own answer (a part of a batch, or a warm-up).
         """
-        self._reap_retired()
-        worker = self.workers[self.placement.choose(task_id, units, len(self.workers))]
-        if worker.channel.send_failed or (worker.channel.ended and not worker.channel.inbox):
-            self._raise_dead(worker)
+        worker = self._placed(task_id, units)
         if self.max_tasks is not None and worker.sent >= self.max_tasks:
             # The old process answers what it has, says "retire" and exits;
             # a new one takes its slot at once.
@@ -269,11 +266,19 @@ class ProcessPool:
         is remembered, else the next in turn); it reads in the background
         and answers nothing (:class:`Warm`).
         """
+        self._transport.send(self._placed(-1, units).channel, Warm(indices))
+
+    def _placed(self, task_id: int, units: Sequence[Any] | None) -> _Worker:
+        """Placement's worker for a task reading ``units``.
+
+        Raises:
+            WorkerDiedError: if that worker is dead.
+        """
         self._reap_retired()
-        worker = self.workers[self.placement.choose(-1, units, len(self.workers))]
+        worker = self.workers[self.placement.choose(task_id, units, len(self.workers))]
         if worker.channel.send_failed or (worker.channel.ended and not worker.channel.inbox):
             self._raise_dead(worker)
-        self._transport.send(worker.channel, Warm(indices))
+        return worker
 
     def receive(self, worker: _Worker, task_id: int) -> Any:
         """Wait for the answer to ``task_id`` from ``worker``; return the batch.
