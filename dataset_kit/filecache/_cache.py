@@ -137,8 +137,12 @@ class FileCache:
         os.makedirs(directory, exist_ok=True)
         # Files are published without fsync where a reboot can be told (see _reboot).
         self._durable = _reboot.boot_id() is None
-        with _files.lock_for(os.path.join(directory, ".room")):
+        with self._room():
             _reboot.check_after_reboot(directory)
+
+    def _room(self) -> Any:
+        """The cache-wide lock: held to count, make room, reserve and publish."""
+        return _files.lock_for(os.path.join(self.directory, ".room"))
 
     def fs(self, url: str) -> tuple[Any, str]:
         """``(fsspec filesystem, path inside it)`` of ``url``, made in this process.
@@ -380,7 +384,7 @@ class FileCache:
                 if self._durable:
                     out.flush()
                     os.fsync(out.fileno())
-            with _files.lock_for(os.path.join(self.directory, ".room")):
+            with self._room():
                 os.replace(temp, path)  # never while room is counted (see _reserve_room)
             if self._durable:
                 _files.fsync_directory(self.directory)
@@ -396,7 +400,18 @@ class FileCache:
             os.posix_fallocate(out.fileno(), 0, size)
 
     def usage(self) -> int:
-        """Bytes in the cache folder, downloads in progress included."""
+        """Bytes in the cache folder, downloads in progress included.
+
+        Counted under the cache-wide lock: a walk of the folder without it can
+        count a file that an eviction deletes and, later in the same walk, the
+        room reserved for its successor, both at once (a figure over
+        ``cache_limit`` that the folder never held).
+        """
+        with self._room():
+            return self._counted_usage()
+
+    def _counted_usage(self) -> int:
+        """Bytes in the cache folder; the caller holds the cache-wide lock."""
         total = 0
         for base, _, files in os.walk(self.directory):
             for name in files:
@@ -412,7 +427,7 @@ class FileCache:
         ``limit`` is ``cache_limit``, passed by the caller that checked it is set.
         """
         self._remove_dead_downloads()
-        usage = self.usage()
+        usage = self._counted_usage()
         if usage + need <= limit:
             return
         cached = []
@@ -441,7 +456,7 @@ class FileCache:
         evictable once published: wait for them (outside the lock, which their
         rename needs) and try again.
         """
-        room = _files.lock_for(os.path.join(self.directory, ".room"))
+        room = self._room()
         while True:
             with room:
                 try:
