@@ -35,6 +35,8 @@ from dataset_kit.filecache import listed_stamp
 from dataset_kit.formats._arrow import require_pyarrow
 
 _SUFFIXES = (".parquet", ".parq", ".pq")
+#: Rows a row group is decoded in at a time (see ParquetPart.read_group).
+DECODE_ROWS = 4096
 _GLOB = frozenset("*?[")
 
 
@@ -392,14 +394,28 @@ class ParquetPart:
             # read 3.89 s). Ranged remote reads (and the file cache's) stay on
             # the calling thread.
             threads = is_local(self.name) and pool_workers() < 2
-            table = self._file(source).read_row_group(group, columns=columns,
-                                                      use_threads=threads)
+            expected = self.group_rows[group]
+            if not expected:  # no batches to make a table of (nor its schema)
+                table = self._file(source).read_row_group(group, columns=columns)
+            else:
+                # Decoded DECODE_ROWS rows at a time, then joined: the decoder's
+                # scratch buffers (levels, dictionary indices) stay small and are
+                # reused, where a whole row group's are fresh memory the
+                # allocator returns after each group, every page of it faulted
+                # and zeroed again for the next. A 64k-row group of token lists
+                # decoded in 137 ms against 214 ms whole (one thread, medians of
+                # 8 reads); a 2-worker epoch of 1M rows spent 3 s of its
+                # workers' CPU zeroing pages.
+                pa = require_pyarrow(f"reading {self.name}")
+                batches = self._file(source).iter_batches(
+                    batch_size=DECODE_ROWS, row_groups=[group], columns=columns,
+                    use_threads=threads)
+                table = pa.Table.from_batches(list(batches))
         except (ParquetReadError, FileNotFoundError):
             raise
         except Exception as error:  # noqa: BLE001 - pyarrow raises several types
             raise ParquetFormatError(f"{self.name}: row group {group} cannot be read: "
                                      f"{type(error).__name__}: {error}") from None
-        expected = self.group_rows[group]
         if table.num_rows != expected:
             raise ParquetFormatError(f"{self.name}: row group {group} gave {table.num_rows} "
                                      f"rows, but the footer says {expected}")
