@@ -45,6 +45,28 @@ def test_every_row_is_the_concatenated_tables_row(tmp_path_factory, files, picks
             check_row(row, i)
 
 
+@settings(max_examples=25, deadline=None)
+@given(groups=st.lists(st.integers(0, 9), min_size=1, max_size=4),
+       decode_rows=st.integers(1, 4), shuffled=st.randoms(use_true_random=False))
+def test_row_groups_decoded_a_few_rows_at_a_time_read_the_same_rows(
+        tmp_path_factory, groups, decode_rows, shuffled):
+    # A row group is decoded parquet.DECODE_ROWS rows at a time and joined:
+    # every kind of column must come out whole, wherever the pieces end.
+    from dataset_kit.formats import parquet as parquet_format
+
+    path = tmp_path_factory.mktemp("pieces") / "a.parquet"
+    rows = write(path, groups)
+    if not rows:
+        return
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(parquet_format, "DECODE_ROWS", decode_rows)
+        ds = ParquetDataset(path)
+        order = list(range(rows))
+        shuffled.shuffle(order)
+        for row, i in zip(ds[np.array(order)], order):
+            check_row(row, i)
+
+
 def test_values_of_every_column_kind(tmp_path):
     write(tmp_path / "a.parquet", [4, 3, 5])
     ds = ParquetDataset(tmp_path / "a.parquet")
