@@ -128,6 +128,13 @@ class ColumnarDataset(DatasetMixin):
                 reading = self._reading.get(group)
                 if reading is None:
                     reading = self._reading[group] = threading.Event()
+                    # Room is made before the decode, not after: the memory of
+                    # the groups dropped is then free for the decode to reuse,
+                    # where dropped after it the decode faulted in fresh pages
+                    # beside them. A 2-worker epoch of 1M rows: 3.88 s against
+                    # 4.53 s, the workers' system time 1.2 s against 2.9
+                    # (medians of 3 interleaved rounds; a bare read 4.13 s).
+                    self._evict(self._largest)
                     break
             # Another thread (worker threads share this cache) is decoding
             # this row group: wait for it rather than decode it a second time,
@@ -147,14 +154,19 @@ class ColumnarDataset(DatasetMixin):
                 self._cache[group] = (columns, size)
                 self._held += size
                 self._largest = max(self._largest, size)
-                while self._held > self.cache_bytes and len(self._cache) > 1:
-                    _, (_, freed) = self._cache.popitem(last=False)
-                    self._held -= freed
+                self._evict(0)
         finally:
             with self._lock:
                 del self._reading[group]
             reading.set()
         return columns
+
+    def _evict(self, coming: int) -> None:
+        """Drop least-recently-used row groups until ``coming`` more bytes fit (the
+        caller holds the lock); the most recent one stays."""
+        while self._held + coming > self.cache_bytes and len(self._cache) > 1:
+            _, (_, freed) = self._cache.popitem(last=False)
+            self._held -= freed
 
     def cached_bytes(self) -> int:
         """Bytes of decoded row groups held in the cache now."""

@@ -185,6 +185,28 @@ def test_a_shuffled_batch_reads_each_row_group_once_and_the_cache_is_bounded(tmp
     assert sorted(reads) == list(range(8))
 
 
+def test_room_for_a_row_group_is_made_before_it_is_decoded(tmp_path):
+    # Dropped before the decode, the old groups' memory is there for the new
+    # one to reuse, instead of fresh pages faulted in beside them.
+    write(tmp_path / "a.parquet", [100] * 6)
+    sizes = []
+    learn = ParquetDataset(tmp_path / "a.parquet")
+    for group in range(6):
+        before = learn.cached_bytes()
+        learn[100 * group]
+        sizes.append(learn.cached_bytes() - before)
+    ds = ParquetDataset(tmp_path / "a.parquet", cache_bytes=2 * max(sizes))
+    held_at_read: list[int] = []
+    read = ds.read_group
+    ds.read_group = lambda g: (held_at_read.append(ds.cached_bytes()), read(g))[1]  # type: ignore[method-assign]
+    for group in range(6):
+        assert int(ds[100 * group + 7]["id"]) == 100 * group + 7
+    # Two groups fit; before each read from the third on, the older of the
+    # two is dropped, so only the group before it is held.
+    assert held_at_read == [0, sizes[0]] + sizes[1:5], (held_at_read, sizes)
+    assert ds.cached_bytes() == sizes[4] + sizes[5]
+
+
 def test_reading_many_files_keeps_no_descriptor_open(tmp_path):
     for k in range(40):
         write(tmp_path / f"{k:02}.parquet", [2], start=2 * k)
