@@ -105,9 +105,16 @@ class ColumnarDataset(DatasetMixin):
         """The global row group of each of ``indices`` (a binary search each)."""
         return np.searchsorted(self.row_group_starts, indices, side="right") - 1
 
+    def _only_group(self, indices: np.ndarray) -> int | None:
+        """The one row group all of ``indices`` (not empty) are in, or None if they
+        span several: two binary searches, where a batch of one row group (most
+        of a block-shuffled epoch) needed one for each index."""
+        first, last = self._groups_of(np.array([indices.min(), indices.max()])).tolist()
+        return first if first == last else None
+
     def locate(self, index: int) -> tuple[int, int]:
         """Return ``(global row group, row within it)`` of row ``index`` (0 <= index < len)."""
-        group = int(np.searchsorted(self.row_group_starts, index, side="right")) - 1
+        group = int(self._groups_of(index))
         return group, index - int(self.row_group_starts[group])
 
     def group(self, group: int) -> dict[str, Any]:
@@ -179,17 +186,20 @@ class ColumnarDataset(DatasetMixin):
 
     def get_batch(self, indices: np.ndarray) -> Sequence[Any]:
         """Return the rows at ``indices``, reading each row group they touch once."""
+        indices = np.asarray(indices)
         if not len(indices):
             return []
-        groups = self._groups_of(indices)
-        offsets = indices - self.row_group_starts[groups]
-        unique = np.unique(groups)
         out: dict[str, Any] = {}
-        if len(unique) == 1:
-            columns = self.group(int(unique[0]))
+        only = self._only_group(indices)
+        if only is not None:
+            columns = self.group(only)
+            offsets = indices - self.row_group_starts[only]
             for name, _, _ in self.columns:
                 out[name] = _take(columns[name], offsets)
         else:
+            groups = self._groups_of(indices)
+            offsets = indices - self.row_group_starts[groups]
+            unique = np.unique(groups)
             places = [np.flatnonzero(groups == g) for g in unique.tolist()]
             parts = []
             for g, where in zip(unique.tolist(), places):
@@ -235,8 +245,11 @@ class ColumnarDataset(DatasetMixin):
         of them.
         """
         indices = np.asarray(indices)
-        if not len(indices):
+        if not len(indices) or not self.locality_groups:
             return None
+        only = self._only_group(indices)
+        if only is not None:
+            return (only,)
         groups = np.unique(self._groups_of(indices))
         if len(groups) > self.locality_groups:
             return None
@@ -259,14 +272,15 @@ class ColumnarDataset(DatasetMixin):
         the batch reads more than :attr:`locality_groups` row groups (or none).
         """
         indices = np.asarray(indices)
-        if not len(indices):
+        if not len(indices) or not self.locality_groups:
             return None
+        only = self._only_group(indices)
+        if only is not None:
+            return [(only, np.arange(len(indices)))]
         groups = self._groups_of(indices)
         unique = np.unique(groups)
         if len(unique) > self.locality_groups:
             return None
-        if len(unique) == 1:
-            return [(int(unique[0]), np.arange(len(indices)))]
         return [(g, np.flatnonzero(groups == g)) for g in unique.tolist()]
 
     def prepare(self, indices: np.ndarray) -> None:

@@ -394,7 +394,7 @@ class ParquetPart:
             # read 3.89 s). Ranged remote reads (and the file cache's) stay on
             # the calling thread.
             threads = is_local(self.name) and pool_workers() < 2
-            expected = self.group_rows[group]
+            expected = self.metadata.row_group(group).num_rows
             if not expected:  # no batches to make a table of (nor its schema)
                 table = self._file(source).read_row_group(group, columns=columns)
             else:
