@@ -114,7 +114,7 @@ class ColumnarDataset(DatasetMixin):
 
     def locate(self, index: int) -> tuple[int, int]:
         """Return ``(global row group, row within it)`` of row ``index`` (0 <= index < len)."""
-        group = int(self._groups_of(index))
+        group = int(self._groups_of(np.asarray(index)))
         return group, index - int(self.row_group_starts[group])
 
     def group(self, group: int) -> dict[str, Any]:
