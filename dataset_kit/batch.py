@@ -8,7 +8,7 @@ rows it has.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -195,9 +195,16 @@ class RaggedColumn(Sequence):
         return RaggedColumn.from_checked(np.concatenate([c.values for c in parts]), offsets,
                                          valid)
 
-    def padded(self, padding: Any) -> np.ndarray:
+    def padded(self, padding: Any,
+               empty: Callable[[tuple, np.dtype], np.ndarray] | None = None) -> np.ndarray:
         """The rows as one array of shape ``(rows, longest, ...)`` of the values' dtype,
         each row filled up with ``padding``.
+
+        Args:
+            padding: the value after each row's end.
+            empty: makes the uninitialised array to fill, given its shape and
+                dtype (``numpy.empty`` if None); ``concat_examples`` passes
+                one that makes it in the shared memory a batch travels in.
 
         Raises:
             ValueError: if a row is null (naming the first one).
@@ -208,8 +215,9 @@ class RaggedColumn(Sequence):
                              f"pad; {self.null_count} of {len(self)} rows are null")
         lengths = self.lengths
         longest = int(lengths.max()) if len(lengths) else 0
-        out = np.full((len(self), longest) + self.values.shape[1:], padding,
-                      dtype=self.values.dtype)
+        out = (empty or np.empty)((len(self), longest) + self.values.shape[1:],
+                                  self.values.dtype)
+        np.copyto(out, padding, casting="unsafe")  # as numpy.full fills it
         if not longest:
             return out
         if _long_rows(self.offsets):

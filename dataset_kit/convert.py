@@ -197,7 +197,8 @@ def _ragged_array(column: RaggedColumn, padding: Any, where: str) -> np.ndarray:
             f"of {len(column)} are); a null cannot be stacked or padded: leave the rows out, "
             f"or store an empty list instead")
     if padding is not None:
-        return column.padded(padding)
+        # In a worker, straight into the shared-memory block the batch travels in.
+        return column.padded(padding, _gather.empty)
     lengths = column.lengths
     unequal = np.flatnonzero(lengths != lengths[0])
     if len(unequal):
@@ -206,7 +207,7 @@ def _ragged_array(column: RaggedColumn, padding: Any, where: str) -> np.ndarray:
             f"concat_examples: {where}example {k} has shape "
             f"{(int(lengths[k]),) + column.values.shape[1:]} but {where}example 0 has shape "
             f"{(int(lengths[0]),) + column.values.shape[1:]}; pass padding= to pad ragged shapes")
-    return column.padded(0)  # rows of one length: padding adds nothing
+    return column.padded(0, _gather.empty)  # rows of one length: padding adds nothing
 
 
 def _check_structure(batch: Sequence[Any], kind: type[tuple] | type[Mapping] | None,

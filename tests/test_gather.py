@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dataset_kit import _gather, concat_examples
+from dataset_kit.batch import ExampleBatch, RaggedColumn
 from dataset_kit.datasets import DictDataset, TupleDataset
 from dataset_kit.iterators import MultiprocessIterator, SerialIterator
 from dataset_kit.tabular import from_data
@@ -160,3 +161,29 @@ def test_concat_examples_in_a_worker_stacks_into_the_arena(arena):
 def test_concat_examples_of_mixed_dtypes_promotes_as_numpy_does_even_in_a_worker(arena):
     got = concat_examples([np.zeros(3, np.int16), np.ones(3, np.float32)])
     assert got.dtype == np.float32 and arena.offset_of(got) is None
+
+
+def test_concat_examples_pads_ragged_columns_into_the_arena(arena):
+    # A padded token column is the batch's result: made in the block it travels in.
+    tokens = RaggedColumn(np.arange(9, dtype=np.int32), np.array([0, 4, 4, 9]))
+    got = concat_examples(ExampleBatch({"tokens": tokens, "label": np.arange(3)}),
+                          padding=-1)
+    assert arena.offset_of(got["tokens"]) is not None
+    np.testing.assert_array_equal(got["tokens"], [[0, 1, 2, 3, -1], [-1] * 5, [4, 5, 6, 7, 8]])
+
+
+@settings(max_examples=50, deadline=None)
+@given(lengths=st.lists(st.integers(0, 6), min_size=1, max_size=8),
+       padding=st.sampled_from([0, -1, 2.5, 300]), in_worker=st.booleans())
+def test_padded_rows_equal_numpy_full_in_or_out_of_an_arena(lengths, padding, in_worker):
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    column = RaggedColumn(np.arange(offsets[-1], dtype=np.int16), offsets)
+    want = np.full((len(lengths), max(lengths)), padding, np.int16)
+    for k, row in enumerate(column):
+        want[k, :len(row)] = row
+    previous = _gather.install(_gather.Arena(mmap.mmap(-1, 1 << 12)) if in_worker else None)
+    try:
+        np.testing.assert_array_equal(column.padded(padding, _gather.empty), want)
+        np.testing.assert_array_equal(column.padded(padding), want)
+    finally:
+        _gather.install(previous)
