@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from dataset_kit import _gather
 from dataset_kit.batch import ExampleBatch, RaggedColumn
 from dataset_kit.dataset import DatasetMixin
 from dataset_kit.formats import _arrow
@@ -190,12 +191,14 @@ class ColumnarDataset(DatasetMixin):
         if not len(indices):
             return []
         out: dict[str, Any] = {}
+        # An ExampleBatch's arrays are what a worker sends: made where they travel.
+        travels = self.columnar_batches
         only = self._only_group(indices)
         if only is not None:
             columns = self.group(only)
             offsets = indices - self.row_group_starts[only]
             for name, _, _ in self.columns:
-                out[name] = _take(columns[name], offsets)
+                out[name] = _take(columns[name], offsets, travels)
         else:
             groups = self._groups_of(indices)
             offsets = indices - self.row_group_starts[groups]
@@ -204,9 +207,9 @@ class ColumnarDataset(DatasetMixin):
             parts = []
             for g, where in zip(unique.tolist(), places):
                 columns = self.group(g)
-                parts.append({name: _take(columns[name], offsets[where])
+                parts.append({name: _take(columns[name], offsets[where], False)
                               for name, _, _ in self.columns})
-            out = self._joined_columns(parts, places, len(indices))
+            out = self._joined_columns(parts, places, len(indices), travels)
         return self._as_batch(out, len(indices))
 
     def _as_batch(self, out: dict[str, Any], size: int) -> Sequence[Any]:
@@ -217,8 +220,10 @@ class ColumnarDataset(DatasetMixin):
         return [dict(zip(names, row)) for row in zip(*out.values())]
 
     def _joined_columns(self, parts: list[dict[str, Any]], places: list[np.ndarray],
-                        size: int) -> dict[str, Any]:
-        """Each column of ``parts`` (rows at ``places`` of the batch) joined in batch order."""
+                        size: int, travels: bool = False) -> dict[str, Any]:
+        """Each column of ``parts`` (rows at ``places`` of the batch) joined in batch order;
+        ``travels``: the fixed-width columns made in a worker's block (see ``_take``)."""
+        empty = _gather.empty if travels else np.empty
         out: dict[str, Any] = {}
         for name, kind, dtype in self.columns:
             if kind == _arrow.RAGGED:
@@ -227,7 +232,7 @@ class ColumnarDataset(DatasetMixin):
                 out[name] = joined.take(np.argsort(np.concatenate(places), kind="stable"))
                 continue
             column = parts[0][name]
-            out[name] = np.empty((size,) + column.shape[1:], dtype=dtype)
+            out[name] = empty((size,) + column.shape[1:], dtype)
             for part, where in zip(parts, places):
                 out[name][where] = part[name]
         return out
@@ -329,6 +334,13 @@ class ColumnarDataset(DatasetMixin):
         self._lock = threading.Lock()
 
 
-def _take(column: Any, rows: np.ndarray) -> Any:
-    """Rows ``rows`` of a cached column (an array, or a RaggedColumn)."""
-    return column.take(rows) if isinstance(column, RaggedColumn) else column[rows]
+def _take(column: Any, rows: np.ndarray, travels: bool) -> Any:
+    """Rows ``rows`` of a cached column (an array, or a RaggedColumn).
+
+    ``travels``: the rows are the batch's column as a worker sends it, so an
+    array's rows are gathered straight into the shared memory the batch
+    travels in (no copy into it after); not for a part that is joined after.
+    """
+    if isinstance(column, RaggedColumn):
+        return column.take(rows)
+    return _gather.take_rows(column, rows) if travels else column[rows]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mmap
 import os
 import sys
 
@@ -10,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dataset_kit import ExampleBatch, concat_examples
+from dataset_kit import ExampleBatch, _gather, concat_examples
 from dataset_kit.batch import RaggedColumn
 from dataset_kit.datasets import ParquetDataset
 from dataset_kit.formats import ParquetFormatError
@@ -89,6 +90,26 @@ def test_fixed_width_columns_come_as_one_batch_of_columns(tmp_path):
     ragged = ParquetDataset(tmp_path / "a.parquet", ["tokens"])[np.array([4, 1])]
     np.testing.assert_array_equal(concat_examples(ragged, padding=-1)["tokens"],
                                   [[0, 1, 2, 3], [0, -1, -1, -1]])
+
+
+def test_in_a_worker_a_batch_is_gathered_and_padded_where_it_travels(tmp_path):
+    # The worker's block (an arena) receives the fixed columns' rows and the
+    # padded tokens: the batch needs no copy into shared memory after.
+    write(tmp_path / "a.parquet", [3, 3])
+    ds = ParquetDataset(tmp_path / "a.parquet", ["id", "x", "tokens"])
+    for rows in ([2, 0, 1], [5, 0, 4]):  # one row group, and two joined
+        arena = _gather.Arena(mmap.mmap(-1, 1 << 16))
+        previous = _gather.install(arena)
+        try:
+            arrays = concat_examples(ds[np.array(rows)], padding=-1)
+        finally:
+            _gather.install(previous)
+        assert all(arena.offset_of(arrays[name]) is not None for name in arrays)
+        np.testing.assert_array_equal(arrays["id"], rows)
+        np.testing.assert_array_equal(arrays["x"], [[r, -r] for r in rows])
+        width = max(r % 5 for r in rows)
+        np.testing.assert_array_equal(
+            arrays["tokens"], [list(range(r % 5)) + [-1] * (width - r % 5) for r in rows])
 
 
 @settings(max_examples=25, deadline=None)
