@@ -53,10 +53,10 @@ def _decode_in_jemalloc(pa: Any) -> None:
     in and zeroed those pages again. A 2-worker shuffled epoch of 1M rows:
     5.26 s with mimalloc, 4.79 s with jemalloc (medians of 5 interleaved
     rounds; a bare read 4.57 s); the processes' system time 3.0 against
-    2.0 s, the huge-page faults 870 against 180. A worker process is ours, so its default pool is
-    ours to choose; the loop's process keeps the user's. A pool named in
-    ``ARROW_DEFAULT_MEMORY_POOL``, or a pyarrow built without jemalloc,
-    stays as it is.
+    2.0 s, the huge-page faults 870 against 180. A worker process is ours,
+    so its default pool is ours to choose; the loop's process keeps the
+    user's. A pool named in ``ARROW_DEFAULT_MEMORY_POOL``, or a pyarrow
+    built without jemalloc, stays as it is.
     """
     global _allocator_chosen
     if _allocator_chosen:
