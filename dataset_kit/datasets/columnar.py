@@ -249,16 +249,8 @@ class ColumnarDataset(DatasetMixin):
         default) has no preference: any worker may be the one holding most
         of them.
         """
-        indices = np.asarray(indices)
-        if not len(indices) or not self.locality_groups:
-            return None
-        only = self._only_group(indices)
-        if only is not None:
-            return (only,)
-        groups = np.unique(self._groups_of(indices))
-        if len(groups) > self.locality_groups:
-            return None
-        return tuple(groups.tolist())
+        parts = self.batch_parts(indices)
+        return None if parts is None else tuple(group for group, _ in parts)
 
     @property
     def unit_examples(self) -> int:
